@@ -1,0 +1,107 @@
+//! Machine cost profiles: what the hardware charges for the things a scheduler and
+//! its workloads do. Policies never hold hardware numbers; profiles do, each field
+//! with its source in the TOML file that defines it (`machines/*.toml`).
+//!
+//! All times are integer nanoseconds; the copy cost is in picoseconds per byte so
+//! that a 100-byte message costs a whole number of nanoseconds without floats.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SpecError;
+
+/// Cache-refill cost paid by a task on its first run after changing CPU, by how far
+/// it moved. Mirrors what `task_hot()`/`sched_migration_cost_ns` try to avoid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigrationCost {
+    /// To the other hardware thread of the same core (L1/L2 shared).
+    pub smt_ns: u64,
+    /// To another core of the same last-level cache.
+    pub llc_ns: u64,
+    /// To a core of another LLC on the same NUMA node.
+    pub cross_llc_ns: u64,
+    /// To another NUMA node.
+    pub cross_node_ns: u64,
+}
+
+/// CPU time charged for the scheduler's own searching, per unit of work.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedOpCost {
+    /// Looking at one CPU's state (idle? load?) in a search.
+    pub per_cpu_scanned_ns: u64,
+    /// Taking and releasing one runqueue lock (uncontended, cache line remote).
+    pub per_rq_lock_ns: u64,
+    /// Examining one task on a runqueue (can_migrate_task and friends).
+    pub per_task_examined_ns: u64,
+}
+
+/// One machine's costs. See `machines/broadwell-ep.toml` for a documented example.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineProfile {
+    /// Profile name, e.g. `broadwell-ep`.
+    pub name: String,
+    /// One line saying which machines it describes.
+    pub description: String,
+    /// Where the numbers come from (datasheets, microbenchmarks, `schedlab calibrate`).
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Direct cost of `__schedule()` switching between two tasks: the switch itself,
+    /// address-space change and the immediate cache/TLB effect.
+    pub context_switch_ns: u64,
+    /// Kernel entry and exit of one system call with a trivial body.
+    pub syscall_ns: u64,
+    /// Copying one byte between user and kernel, in picoseconds.
+    pub copy_ps_per_byte: u64,
+    /// Fixed work of a pipe read or write beyond entry/exit (mutex, ring bookkeeping).
+    pub pipe_op_ns: u64,
+    /// Fixed work of an AF_UNIX stream send beyond entry/exit (skb alloc, locks, queueing).
+    pub unix_send_ns: u64,
+    /// Fixed work of an AF_UNIX stream receive beyond entry/exit (dequeue, skb free).
+    pub unix_recv_ns: u64,
+    /// Waker-side cost of `try_to_wake_up()` for a sleeping task (lock, enqueue,
+    /// preemption check), excluding any search the policy charges separately.
+    pub wakeup_ns: u64,
+    /// Sender-side cost of an IPI (reschedule or wake-list kick).
+    pub ipi_send_ns: u64,
+    /// Delay from sending an IPI until the target CPU takes it, when it is running.
+    pub ipi_latency_ns: u64,
+    /// Extra delay for an idle CPU to leave its idle state (shallow C-state exit)
+    /// before it can run the scheduler.
+    pub idle_exit_ns: u64,
+    /// Parent's cost of `fork()` of a process (page tables, mm copy).
+    pub fork_ns: u64,
+    /// Parent's cost of `clone()` of a thread.
+    pub clone_ns: u64,
+    /// Cost of `exit()` and of the parent's `wait()` reaping it, each.
+    pub exit_ns: u64,
+    /// Cache refill after migration.
+    pub migration: MigrationCost,
+    /// Scheduler search costs.
+    pub sched_ops: SchedOpCost,
+    /// Memory bandwidth of one NUMA node, MB/s (used by memory-bound workloads).
+    #[serde(default)]
+    pub node_mem_bw_mbps: u64,
+}
+
+impl MachineProfile {
+    /// Parses a profile from TOML text. `origin` names the file in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self, SpecError> {
+        toml::from_str(text).map_err(|e| SpecError::new(
+            "machine profile",
+            origin,
+            format!("a TOML machine profile with the fields of machines/broadwell-ep.toml ({})", e.message()),
+        ))
+    }
+
+    /// Writes the profile as TOML (used by `schedlab calibrate`).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a MachineProfile always serialises")
+    }
+
+    /// CPU time to copy `bytes` between user and kernel space.
+    pub fn copy_ns(&self, bytes: u64) -> u64 {
+        (bytes * self.copy_ps_per_byte).div_ceil(1000)
+    }
+}

@@ -1,0 +1,127 @@
+//! A fixed-capacity CPU bitmap, like the kernel's `struct cpumask`.
+
+/// Set of CPU ids. Word-scanning keeps "first idle CPU after X" O(ncpus/64).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct CpuSet {
+    words: Vec<u64>,
+}
+
+impl CpuSet {
+    /// An empty set able to hold CPUs `0..ncpus`.
+    pub fn new(ncpus: usize) -> Self {
+        CpuSet { words: vec![0; ncpus.div_ceil(64).max(1)] }
+    }
+
+    /// The set `0..ncpus`.
+    pub fn full(ncpus: usize) -> Self {
+        let mut s = CpuSet::new(ncpus);
+        for cpu in 0..ncpus {
+            s.set(cpu);
+        }
+        s
+    }
+
+    pub fn set(&mut self, cpu: usize) {
+        self.words[cpu / 64] |= 1 << (cpu % 64);
+    }
+
+    pub fn clear(&mut self, cpu: usize) {
+        self.words[cpu / 64] &= !(1 << (cpu % 64));
+    }
+
+    pub fn contains(&self, cpu: usize) -> bool {
+        self.words.get(cpu / 64).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+    }
+
+    pub fn count(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+
+    /// Lowest member `>= from`, if any.
+    pub fn next_from(&self, from: usize) -> Option<usize> {
+        let mut wi = from / 64;
+        if wi >= self.words.len() {
+            return None;
+        }
+        let mut w = self.words[wi] & (!0u64 << (from % 64));
+        loop {
+            if w != 0 {
+                return Some(wi * 64 + w.trailing_zeros() as usize);
+            }
+            wi += 1;
+            if wi >= self.words.len() {
+                return None;
+            }
+            w = self.words[wi];
+        }
+    }
+
+    /// First member at or after `from`, wrapping around to 0 (the kernel's
+    /// `for_each_cpu_wrap` start).
+    pub fn next_wrap(&self, from: usize) -> Option<usize> {
+        self.next_from(from).or_else(|| self.next_from(0))
+    }
+
+    /// Members in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(wi, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let bit = w.trailing_zeros() as usize;
+                w &= w - 1;
+                Some(wi * 64 + bit)
+            })
+        })
+    }
+
+    /// The kernel's `%*pbl` list form, e.g. `0-3,8`.
+    pub fn to_list(&self) -> String {
+        let cpus: Vec<usize> = self.iter().collect();
+        let mut out = String::new();
+        let mut i = 0;
+        while i < cpus.len() {
+            let start = cpus[i];
+            let mut end = start;
+            while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+                i += 1;
+                end = cpus[i];
+            }
+            if !out.is_empty() {
+                out.push(',');
+            }
+            if start == end {
+                out.push_str(&start.to_string());
+            } else {
+                out.push_str(&format!("{start}-{end}"));
+            }
+            i += 1;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_wrap_and_list() {
+        let mut s = CpuSet::new(130);
+        for c in [1, 2, 3, 64, 129] {
+            s.set(c);
+        }
+        assert_eq!(s.next_from(4), Some(64));
+        assert_eq!(s.next_wrap(65), Some(129));
+        s.clear(129);
+        assert_eq!(s.next_wrap(65), Some(1));
+        assert_eq!(s.to_list(), "1-3,64");
+        assert_eq!(s.count(), 4);
+    }
+}

@@ -1,0 +1,1028 @@
+//! The engine: one run, one pure function of (workload, topology, machine costs,
+//! policy, seed). It plays the kernel's part around the policy: try_to_wake_up(),
+//! schedule(), the tick, fork and exit, system calls on pipes, sockets and futexes,
+//! IPIs and idle exits, and charges every cost through the machine profile.
+//!
+//! Time advances only through the event queue. A running task executes one
+//! *segment* at a time: user compute, or one system call whose effect (data moved,
+//! tasks woken, caller blocked) applies when its cost has been paid. System calls are
+//! not preemptible (PREEMPT_NONE/VOLUNTARY server kernels): a reschedule that arrives
+//! during one takes effect on return to user space.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use hdrhistogram::Histogram;
+
+use crate::cost::MachineProfile;
+use crate::events::{Digest, EventKind, EventQueue};
+use crate::ipc::{Channel, IoOutcome, Pipe, UnixStream, WaitQueue};
+use crate::program::{ForkKind, Op, OpResult, Program};
+use crate::rng::{SimRng, Stream};
+use crate::sched::{Charge, CpuState, DequeueReason, EnqueueReason, Request, SchedClass, SelectReason, System, WakeFlags};
+use crate::stats::{latency_histogram, CpuStats};
+use crate::task::{nice_to_weight, Task, TaskId, TaskState};
+use crate::topology::{Distance, Topology};
+use crate::trace::{PrevState, TraceKind, TraceRecord, TraceSink};
+
+/// Mark label a workload records just before its timed part starts.
+pub const MARK_START: u32 = 0;
+/// Mark label a workload records when its timed part ends.
+pub const MARK_END: u32 = 1;
+
+/// First pid handed out; the workload's main task gets it.
+const FIRST_PID: u32 = 1000;
+
+/// Run settings that are not the policy's.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub seed: u64,
+    /// CONFIG_HZ: tick frequency of busy CPUs.
+    pub hz: u64,
+    /// Check invariants as the run goes (always on in tests).
+    pub check: bool,
+    /// Stop (and report) if simulated time passes this.
+    pub max_sim_ns: u64,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig { seed: 1, hz: 250, check: cfg!(debug_assertions), max_sim_ns: 3_600_000_000_000 }
+    }
+}
+
+/// Per-task execution state the policy never sees.
+struct TaskExec {
+    program: Option<Box<dyn Program>>,
+    rng: SimRng,
+    /// The system call in progress, kept while blocked for the retry.
+    op: Option<Op>,
+    /// Bytes of the current write already transferred (partial writes).
+    op_progress: u64,
+    /// False once the current system call has blocked at least once.
+    first_attempt: bool,
+    last: OpResult,
+    /// A preempted segment: (ns left, kernel?).
+    seg_remaining: Option<(u64, bool)>,
+    /// Cache refill to add to the next segment after a migration.
+    refill_ns: u64,
+    timer_gen: u32,
+    timer_fired: bool,
+    futex_woken: bool,
+    /// Exited process children not yet reaped.
+    zombies: VecDeque<TaskId>,
+    /// Process children not yet reaped (alive or zombie).
+    unreaped_children: u64,
+    /// Tasks blocked in pthread_join() on this task.
+    joiners: Vec<TaskId>,
+    /// Blocked in wait().
+    in_wait: bool,
+}
+
+/// Engine-side CPU state.
+#[derive(Clone, Debug, Default)]
+struct CpuExec {
+    seg_gen: u32,
+    seg_start_ns: u64,
+    seg_end_ns: u64,
+    seg_kernel: bool,
+    in_segment: bool,
+    need_resched: bool,
+    resched_in_flight: bool,
+    tick_gen: u32,
+    /// When the CPU goes (went) idle, after its last scheduler work.
+    idle_start_ns: u64,
+    /// When the CPU last left idle.
+    busy_since_ns: u64,
+}
+
+/// Per-task numbers in the result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskSummary {
+    pub pid: u32,
+    pub comm: String,
+    pub run_ns: u64,
+    pub wait_ns: u64,
+    pub sleep_ns: u64,
+    pub switches: u64,
+    pub migrations: u64,
+}
+
+/// What one run produced.
+pub struct RunResult {
+    pub seed: u64,
+    pub policy: String,
+    pub ncpus: usize,
+    /// Simulated time at the end of the run.
+    pub end_ns: u64,
+    /// (label, time) of every Mark.
+    pub marks: Vec<(u32, u64)>,
+    /// The measured window: MARK_START..MARK_END if the workload marked them, else the whole run.
+    pub window_ns: (u64, u64),
+    /// Per-CPU counters over the window.
+    pub cpu_stats: Vec<CpuStats>,
+    /// Wasted core-time over the window, ns.
+    pub wasted_ns: u64,
+    /// Wakeup-to-run latency over the window.
+    pub latency: Histogram<u64>,
+    pub tasks: Vec<TaskSummary>,
+    pub events: u64,
+    pub digest: u64,
+    /// Invariant violations (empty unless something is wrong).
+    pub violations: Vec<String>,
+    /// The run hit `max_sim_ns` before all tasks exited.
+    pub timed_out: bool,
+}
+
+impl RunResult {
+    pub fn elapsed_ns(&self) -> u64 {
+        self.window_ns.1 - self.window_ns.0
+    }
+
+    /// Sum of the per-CPU counters.
+    pub fn total(&self) -> CpuStats {
+        let mut t = CpuStats::default();
+        for s in &self.cpu_stats {
+            t.add(s);
+        }
+        t
+    }
+
+    /// Mean per-CPU busy percentage over the window.
+    pub fn busy_pct(&self) -> f64 {
+        let el = self.elapsed_ns().max(1) as f64;
+        100.0 * self.total().busy_ns as f64 / (el * self.ncpus as f64)
+    }
+}
+
+/// What applying a system call's effect led to.
+enum Outcome {
+    /// Done; run the next operation (or reschedule if asked).
+    Continue,
+    /// The task sleeps.
+    Block,
+    /// The task exited.
+    Exited,
+}
+
+/// A simulation in progress.
+pub struct Engine {
+    sys: System,
+    policy: Box<dyn SchedClass>,
+    cfg: RunConfig,
+    queue: EventQueue,
+    digest: Digest,
+    exec: Vec<TaskExec>,
+    cpu: Vec<CpuExec>,
+    chans: Vec<Channel>,
+    /// Futex words and their waiters, by key (BTreeMap: no hash-order effects).
+    futexes: BTreeMap<u64, (u64, WaitQueue)>,
+    marks: Vec<(u32, u64)>,
+    latency: Histogram<u64>,
+    trace: Option<Box<dyn TraceSink>>,
+    violations: Vec<String>,
+    events: u64,
+    alive: usize,
+    wake_buf: Vec<TaskId>,
+    window_start: Option<(u64, Vec<CpuStats>, u64)>,
+    window_end: Option<(u64, Vec<CpuStats>, u64)>,
+}
+
+impl Engine {
+    /// A run of `main` (the workload's first task, named `comm`) under `policy`.
+    pub fn new(topo: Topology, cost: MachineProfile, policy: Box<dyn SchedClass>, cfg: RunConfig, comm: &str, main: Box<dyn Program>) -> Engine {
+        let ncpus = topo.ncpus();
+        let tick_ns = 1_000_000_000 / cfg.hz.max(1);
+        let sys = System::new(topo, cost, tick_ns, cfg.seed);
+        let mut e = Engine {
+            sys,
+            policy,
+            queue: EventQueue::default(),
+            digest: Digest::default(),
+            exec: Vec::new(),
+            cpu: vec![CpuExec::default(); ncpus],
+            chans: Vec::new(),
+            futexes: BTreeMap::new(),
+            marks: Vec::new(),
+            latency: latency_histogram(),
+            trace: None,
+            violations: Vec::new(),
+            events: 0,
+            alive: 0,
+            wake_buf: Vec::new(),
+            window_start: None,
+            window_end: None,
+            cfg,
+        };
+        e.policy.init(&mut e.sys);
+        let p = e.new_task(None, comm.to_string(), false, main, 0);
+        e.policy.task_fork(&mut e.sys, p, None);
+        e.activate_new(p, 0);
+        e
+    }
+
+    /// Sends the timeline to `sink`.
+    pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
+        self.trace = Some(sink);
+    }
+
+    /// Takes the sink back (after `run`).
+    pub fn take_trace(&mut self) -> Option<Box<dyn TraceSink>> {
+        self.trace.take()
+    }
+
+    /// Runs to completion and returns the result.
+    pub fn run(mut self) -> RunResult {
+        let mut timed_out = false;
+        while self.alive > 0 {
+            let Some((t, ev)) = self.queue.pop() else {
+                self.violation(format!("{} live tasks but no pending event: a runnable or sleeping task was lost", self.alive));
+                break;
+            };
+            if t < self.sys.now_ns {
+                self.violation(format!("time went backwards: {} after {}", t, self.sys.now_ns));
+            }
+            if t > self.cfg.max_sim_ns {
+                timed_out = true;
+                break;
+            }
+            self.sys.now_ns = t;
+            let (code, a, b) = ev.code();
+            self.digest.add(t);
+            self.digest.add(code << 56 | a << 24 | b);
+            self.events += 1;
+            match ev {
+                EventKind::SegmentDone { cpu, gen } => {
+                    if self.cpu[cpu as usize].seg_gen == gen && self.cpu[cpu as usize].in_segment {
+                        self.segment_done(cpu as usize);
+                    }
+                }
+                EventKind::Resched { cpu } => self.resched_arrives(cpu as usize),
+                EventKind::Tick { cpu, gen } => {
+                    if self.cpu[cpu as usize].tick_gen == gen {
+                        self.tick(cpu as usize);
+                    }
+                }
+                EventKind::Timer { task, gen } => {
+                    let p = task as usize;
+                    if self.exec[p].timer_gen == gen {
+                        self.exec[p].timer_fired = true;
+                        self.try_to_wake_up(p, None, false);
+                    }
+                }
+            }
+        }
+        self.finish(timed_out)
+    }
+
+    // ---------------------------------------------------------------- tasks
+
+    fn new_task(&mut self, parent: Option<TaskId>, comm: String, is_thread: bool, program: Box<dyn Program>, cpu: usize) -> TaskId {
+        let id = self.sys.tasks.len();
+        let pid = FIRST_PID + id as u32;
+        let (tgid, nice) = match parent {
+            Some(pp) if is_thread => (self.sys.tasks[pp].tgid, self.sys.tasks[pp].nice),
+            Some(pp) => (pid, self.sys.tasks[pp].nice),
+            None => (pid, 0),
+        };
+        self.sys.tasks.push(Task {
+            pid,
+            tgid,
+            comm,
+            nice,
+            weight: nice_to_weight(nice),
+            state: TaskState::Sleeping,
+            cpu,
+            allowed: None,
+            parent,
+            is_thread,
+            last_queued_ns: self.sys.now_ns,
+            woken_at_ns: None,
+            last_ran_cpu: None,
+            run_ns: 0,
+            wait_ns: 0,
+            sleep_ns: 0,
+            slept_at_ns: self.sys.now_ns,
+            switches: 0,
+            migrations: 0,
+        });
+        self.exec.push(TaskExec {
+            program: Some(program),
+            rng: SimRng::derive(self.cfg.seed, Stream::Workload, id as u64),
+            op: None,
+            op_progress: 0,
+            first_attempt: true,
+            last: OpResult::None,
+            seg_remaining: None,
+            refill_ns: 0,
+            timer_gen: 0,
+            timer_fired: false,
+            futex_woken: false,
+            zombies: VecDeque::new(),
+            unreaped_children: 0,
+            joiners: Vec::new(),
+            in_wait: false,
+        });
+        self.alive += 1;
+        id
+    }
+
+    /// `wake_up_new_task()`: place and enqueue a new task, from `parent_cpu`.
+    fn activate_new(&mut self, p: TaskId, parent_cpu: usize) {
+        let flags = WakeFlags { reason: SelectReason::Fork, sync: false };
+        let cpu = self.policy.select_task_rq(&mut self.sys, p, parent_cpu, parent_cpu, flags);
+        // __set_task_cpu(): a new task is placed without a migration event.
+        self.sys.tasks[p].cpu = cpu;
+        self.sys.tasks[p].state = TaskState::Runnable;
+        self.sys.tasks[p].last_queued_ns = self.sys.now_ns;
+        self.sys.tasks[p].woken_at_ns = Some(self.sys.now_ns);
+        self.sys.mark_waiting(p);
+        self.policy.enqueue_task(&mut self.sys, cpu, p, EnqueueReason::New);
+        self.emit(parent_cpu, TraceKind::WakeupNew { p, target_cpu: cpu });
+        self.process_requests();
+        self.check_preempt(cpu, p, parent_cpu, flags);
+    }
+
+    /// `try_to_wake_up()` of sleeping `p`, executed on `waker` (None: a timer, which
+    /// fires on the task's previous CPU).
+    fn try_to_wake_up(&mut self, p: TaskId, waker: Option<usize>, sync: bool) {
+        if self.sys.tasks[p].state != TaskState::Sleeping {
+            return;
+        }
+        let prev_cpu = self.sys.tasks[p].cpu;
+        let waker_cpu = waker.unwrap_or(prev_cpu);
+        let now = self.sys.now_ns;
+        self.sys.stats[waker_cpu].ttwu_count += 1;
+        self.emit(waker_cpu, TraceKind::Waking { p, target_cpu: prev_cpu });
+        let t = &mut self.sys.tasks[p];
+        t.sleep_ns += now - t.slept_at_ns;
+        let flags = WakeFlags { reason: SelectReason::Wakeup, sync };
+        let cpu = self.policy.select_task_rq(&mut self.sys, p, prev_cpu, waker_cpu, flags);
+        if cpu != prev_cpu {
+            self.sys.set_task_cpu(p, cpu);
+        }
+        if cpu == waker_cpu {
+            self.sys.stats[waker_cpu].ttwu_local += 1;
+        }
+        self.sys.charge(waker_cpu, Charge::Sched, self.sys.cost.wakeup_ns);
+        let t = &mut self.sys.tasks[p];
+        t.state = TaskState::Runnable;
+        t.woken_at_ns = Some(now);
+        t.last_queued_ns = now;
+        self.sys.mark_waiting(p);
+        self.policy.enqueue_task(&mut self.sys, cpu, p, EnqueueReason::Wakeup);
+        self.process_requests();
+        self.emit(waker_cpu, TraceKind::Wakeup { p, target_cpu: cpu });
+        self.check_preempt(cpu, p, waker_cpu, flags);
+    }
+
+    /// `check_preempt_curr()` after an enqueue on `cpu`, or wake it if idle.
+    fn check_preempt(&mut self, cpu: usize, p: TaskId, from: usize, flags: WakeFlags) {
+        match self.sys.cpu_state(cpu) {
+            CpuState::Idle | CpuState::Kicked => self.resched_curr(cpu, from),
+            CpuState::Busy => {
+                if self.policy.check_preempt_curr(&mut self.sys, cpu, p, flags) {
+                    self.resched_curr(cpu, from);
+                }
+                self.process_requests();
+            }
+        }
+    }
+
+    /// `resched_curr()` of `cpu`, asked from `from`. An idle CPU polling in mwait is
+    /// woken by the flag write alone and pays its idle-exit latency (`set_nr_if_polling`);
+    /// a busy remote CPU gets a reschedule IPI.
+    fn resched_curr(&mut self, cpu: usize, from: usize) {
+        let now = self.sys.now_ns;
+        match self.sys.cpu_state(cpu) {
+            CpuState::Kicked => {}
+            CpuState::Idle => {
+                self.sys.set_cpu_state(cpu, CpuState::Kicked);
+                let c = &self.cpu[cpu];
+                // Still finishing scheduler work before idling: it sees the flag then.
+                let at = if c.idle_start_ns > now { c.idle_start_ns } else { now + self.sys.cost.idle_exit_ns };
+                self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
+            }
+            CpuState::Busy => {
+                if cpu == from {
+                    self.cpu[cpu].need_resched = true;
+                } else if !self.cpu[cpu].resched_in_flight {
+                    self.cpu[cpu].resched_in_flight = true;
+                    self.sys.charge(from, Charge::Sched, self.sys.cost.ipi_send_ns);
+                    self.queue.push(now + self.sys.cost.ipi_latency_ns, EventKind::Resched { cpu: cpu as u32 });
+                }
+            }
+        }
+    }
+
+    /// Carries out what the policy asked for during its last call.
+    fn process_requests(&mut self) {
+        while !self.sys.requests.is_empty() {
+            let reqs = std::mem::take(&mut self.sys.requests);
+            for r in reqs {
+                match r {
+                    Request::Resched { cpu, from } => self.resched_curr(cpu, from),
+                    // Logged in the destination CPU's context.
+                    Request::Migrated { p, from, to } => self.emit(to, TraceKind::Migrate { p, orig_cpu: from, dest_cpu: to }),
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- CPUs
+
+    /// A reschedule IPI or idle wakeup reaches `cpu`.
+    fn resched_arrives(&mut self, cpu: usize) {
+        self.cpu[cpu].resched_in_flight = false;
+        match self.sys.cpu_state(cpu) {
+            CpuState::Idle | CpuState::Kicked => {
+                self.cpu[cpu].busy_since_ns = self.sys.now_ns.max(self.cpu[cpu].idle_start_ns);
+                self.schedule(cpu, None);
+            }
+            CpuState::Busy => {
+                self.cpu[cpu].need_resched = true;
+                self.preempt_if_user(cpu);
+            }
+        }
+    }
+
+    /// With need_resched set on busy `cpu`: preempt now if it runs user code; a
+    /// system call finishes first.
+    fn preempt_if_user(&mut self, cpu: usize) {
+        let c = &self.cpu[cpu];
+        if !c.in_segment || c.seg_kernel {
+            return;
+        }
+        let now = self.sys.now_ns;
+        if now < c.seg_start_ns {
+            // Still paying scheduler overhead before the segment: preempt when it starts.
+            let at = c.seg_start_ns;
+            self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
+            return;
+        }
+        let p = self.sys.curr(cpu).expect("busy CPU has a task");
+        let left = c.seg_end_ns - now;
+        self.account_segment(cpu, p);
+        self.exec[p].seg_remaining = Some((left, false));
+        self.schedule(cpu, Some(PrevState::Preempted));
+    }
+
+    fn account_segment(&mut self, cpu: usize, p: TaskId) {
+        let c = &mut self.cpu[cpu];
+        c.in_segment = false;
+        c.seg_gen = c.seg_gen.wrapping_add(1);
+        let ran = self.sys.now_ns - c.seg_start_ns;
+        self.sys.tasks[p].run_ns += ran;
+        self.sys.stats[cpu].run_ns += ran;
+    }
+
+    fn tick(&mut self, cpu: usize) {
+        let now = self.sys.now_ns;
+        let next = now + self.sys.tick_ns;
+        let gen = self.cpu[cpu].tick_gen;
+        self.queue.push(next, EventKind::Tick { cpu: cpu as u32, gen });
+        let Some(curr) = self.sys.curr(cpu) else { return };
+        let resched = self.policy.task_tick(&mut self.sys, cpu, curr);
+        self.policy.trigger_load_balance(&mut self.sys, cpu);
+        self.process_requests();
+        if resched {
+            self.cpu[cpu].need_resched = true;
+            self.preempt_if_user(cpu);
+        }
+    }
+
+    fn start_tick(&mut self, cpu: usize) {
+        let c = &mut self.cpu[cpu];
+        c.tick_gen = c.tick_gen.wrapping_add(1);
+        let t = self.sys.tick_ns;
+        let next = (self.sys.now_ns / t + 1) * t;
+        self.queue.push(next, EventKind::Tick { cpu: cpu as u32, gen: c.tick_gen });
+    }
+
+    /// `__schedule()` on `cpu`. `prev_state` says how the running task (if any) left:
+    /// None when the CPU was idle.
+    fn schedule(&mut self, cpu: usize, prev_state: Option<PrevState>) {
+        let now = self.sys.now_ns;
+        self.sys.stats[cpu].sched_count += 1;
+        self.cpu[cpu].need_resched = false;
+        let prev = self.sys.curr(cpu);
+        let prev_runnable = prev.filter(|&p| self.sys.tasks[p].state == TaskState::Running);
+        let next = self.policy.pick_next_task(&mut self.sys, cpu, prev_runnable);
+        self.process_requests();
+        let was_idle = prev.is_none();
+        match next {
+            None => {
+                if let Some(p) = prev_runnable {
+                    // The policy dropped a runnable task on the floor.
+                    self.violation(format!("cpu{cpu}: pick_next_task returned idle while task {p} is runnable"));
+                }
+                if self.cfg.check && self.policy.nr_running(cpu) != 0 {
+                    self.violation(format!("cpu{cpu} goes idle with {} runnable tasks queued", self.policy.nr_running(cpu)));
+                }
+                self.sys.stats[cpu].sched_goidle += 1;
+                self.sys.stats[cpu].idle_entries += 1;
+                if let Some(p) = prev {
+                    let st = prev_state.unwrap_or(PrevState::Sleeping);
+                    self.emit(cpu, TraceKind::Switch { prev: Some(p), prev_state: st, next: None });
+                    self.sys.charge(cpu, Charge::Sched, self.sys.cost.context_switch_ns);
+                }
+                self.sys.curr[cpu] = None;
+                let c = &mut self.cpu[cpu];
+                c.idle_start_ns = now + std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
+                c.tick_gen = c.tick_gen.wrapping_add(1);
+                self.sys.stats[cpu].busy_ns += c.idle_start_ns - c.busy_since_ns;
+                self.sys.set_cpu_state(cpu, CpuState::Idle);
+            }
+            Some(n) if Some(n) == prev => self.run_next(cpu),
+            Some(n) => {
+                if let Some(p) = prev_runnable {
+                    let t = &mut self.sys.tasks[p];
+                    t.state = TaskState::Runnable;
+                    t.last_queued_ns = now;
+                    self.sys.mark_waiting(p);
+                }
+                let prev_state = if prev.is_some() { prev_state.unwrap_or(PrevState::Sleeping) } else { PrevState::Running };
+                self.emit(cpu, TraceKind::Switch { prev, prev_state, next: Some(n) });
+                self.sys.charge(cpu, Charge::Sched, self.sys.cost.context_switch_ns);
+                if was_idle {
+                    self.sys.set_cpu_state(cpu, CpuState::Busy);
+                    self.start_tick(cpu);
+                }
+                self.switch_in(cpu, n);
+            }
+        }
+    }
+
+    /// `n` starts running on `cpu`.
+    fn switch_in(&mut self, cpu: usize, n: TaskId) {
+        let now = self.sys.now_ns;
+        if self.sys.tasks[n].state != TaskState::Runnable {
+            self.violation(format!("cpu{cpu}: picked task {n} in state {:?} (already running elsewhere?)", self.sys.tasks[n].state));
+        }
+        if self.sys.tasks[n].cpu != cpu {
+            self.violation(format!("cpu{cpu}: picked task {n} queued on cpu{}", self.sys.tasks[n].cpu));
+            self.sys.set_task_cpu(n, cpu);
+            self.process_requests();
+        }
+        self.sys.unmark_waiting(n);
+        let t = &mut self.sys.tasks[n];
+        t.state = TaskState::Running;
+        let waited = now - t.last_queued_ns;
+        t.wait_ns += waited;
+        t.switches += 1;
+        let woken = t.woken_at_ns.take();
+        let last = t.last_ran_cpu.replace(cpu);
+        self.sys.stats[cpu].wait_ns += waited;
+        self.sys.stats[cpu].timeslices += 1;
+        if let Some(w) = woken {
+            if self.window_end.is_none() {
+                let _ = self.latency.record((now - w).max(1));
+            }
+        }
+        if let Some(last) = last {
+            let m = &self.sys.cost.migration;
+            self.exec[n].refill_ns += match self.sys.distance(last, cpu) {
+                Distance::SameCpu => 0,
+                Distance::Smt => m.smt_ns,
+                Distance::Llc => m.llc_ns,
+                Distance::CrossLlc => m.cross_llc_ns,
+                Distance::CrossNode => m.cross_node_ns,
+            };
+        }
+        self.sys.curr[cpu] = Some(n);
+        self.run_next(cpu);
+    }
+
+    /// Starts the next segment of `cpu`'s current task.
+    fn run_next(&mut self, cpu: usize) {
+        let p = self.sys.curr(cpu).expect("run_next on a busy CPU");
+        if let Some((left, kernel)) = self.exec[p].seg_remaining.take() {
+            self.start_segment(cpu, p, left, kernel);
+            return;
+        }
+        if let Some(op) = &self.exec[p].op {
+            // Retry of a system call that blocked: its body runs again.
+            let cost = self.op_cost(op, false);
+            self.start_segment(cpu, p, cost, true);
+            return;
+        }
+        let mut guard = 0u32;
+        loop {
+            let e = &mut self.exec[p];
+            let last = std::mem::replace(&mut e.last, OpResult::None);
+            let op = e.program.as_mut().expect("live task has a program").next(last, &mut e.rng);
+            match op {
+                Op::Mark { label } => self.mark(label),
+                Op::Store { key, value } => {
+                    self.futexes.entry(key).or_insert_with(|| (0, WaitQueue::default())).0 = value;
+                }
+                Op::Compute { ns } => {
+                    self.start_segment(cpu, p, ns, false);
+                    return;
+                }
+                op => {
+                    let cost = self.op_cost(&op, true);
+                    let e = &mut self.exec[p];
+                    e.op = Some(op);
+                    e.first_attempt = true;
+                    e.op_progress = 0;
+                    self.start_segment(cpu, p, cost, true);
+                    return;
+                }
+            }
+            guard += 1;
+            if guard > 1_000_000 {
+                self.violation(format!("task {p} issued a million operations without consuming time"));
+                self.exec[p].op = Some(Op::Exit);
+                self.start_segment(cpu, p, 0, true);
+                return;
+            }
+        }
+    }
+
+    fn start_segment(&mut self, cpu: usize, p: TaskId, len_ns: u64, kernel: bool) {
+        let now = self.sys.now_ns;
+        let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
+        let refill = std::mem::take(&mut self.exec[p].refill_ns);
+        let c = &mut self.cpu[cpu];
+        c.seg_start_ns = now + overhead;
+        c.seg_end_ns = c.seg_start_ns + len_ns + refill;
+        c.seg_kernel = kernel;
+        c.in_segment = true;
+        c.seg_gen = c.seg_gen.wrapping_add(1);
+        let ev = EventKind::SegmentDone { cpu: cpu as u32, gen: c.seg_gen };
+        self.queue.push(c.seg_end_ns, ev);
+    }
+
+    fn segment_done(&mut self, cpu: usize) {
+        let p = self.sys.curr(cpu).expect("segment on a busy CPU");
+        self.account_segment(cpu, p);
+        let outcome = if self.exec[p].op.is_some() { self.apply_op(cpu, p) } else { Outcome::Continue };
+        match outcome {
+            Outcome::Continue => {
+                if self.cpu[cpu].need_resched {
+                    self.schedule(cpu, Some(PrevState::Preempted));
+                } else {
+                    self.run_next(cpu);
+                }
+            }
+            Outcome::Block => {
+                let t = &mut self.sys.tasks[p];
+                t.state = TaskState::Sleeping;
+                t.slept_at_ns = self.sys.now_ns;
+                self.exec[p].first_attempt = false;
+                self.policy.dequeue_task(&mut self.sys, cpu, p, DequeueReason::Sleep);
+                self.process_requests();
+                self.schedule(cpu, Some(PrevState::Sleeping));
+            }
+            Outcome::Exited => {
+                let st = if self.sys.tasks[p].state == TaskState::Zombie { PrevState::Zombie } else { PrevState::Dead };
+                self.schedule(cpu, Some(st));
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- system calls
+
+    /// CPU time of one attempt at `op`. The entry/exit cost is paid once per call; a
+    /// retry after blocking re-runs the body.
+    fn op_cost(&self, op: &Op, first: bool) -> u64 {
+        let c = &self.sys.cost;
+        let entry = if first { c.syscall_ns } else { 0 };
+        let body = match *op {
+            Op::Write { chan, bytes } | Op::Read { chan, bytes } => {
+                let is_write = matches!(op, Op::Write { .. });
+                let fixed = match (&self.chans.get(chan), is_write) {
+                    (Some(Channel::Pipe(_)), _) => c.pipe_op_ns,
+                    (Some(Channel::Unix(_)), true) => c.unix_send_ns,
+                    (Some(Channel::Unix(_)), false) => c.unix_recv_ns,
+                    (None, _) => 0,
+                };
+                fixed + c.copy_ns(bytes)
+            }
+            Op::Fork { kind: ForkKind::Process, .. } => c.fork_ns,
+            Op::Fork { kind: ForkKind::Thread, .. } => c.clone_ns,
+            Op::Exit => c.exit_ns,
+            _ => 0,
+        };
+        entry + body
+    }
+
+    /// Applies the effect of the system call `p` just paid for.
+    fn apply_op(&mut self, cpu: usize, p: TaskId) -> Outcome {
+        let op = self.exec[p].op.take().expect("apply_op with an op");
+        let first = self.exec[p].first_attempt;
+        let mut result = OpResult::None;
+        let mut keep = None;
+        let outcome = match op {
+            Op::Pipe => {
+                self.chans.push(Channel::Pipe(Pipe::default()));
+                result = OpResult::Chan(self.chans.len() - 1);
+                Outcome::Continue
+            }
+            Op::SocketPair => {
+                self.chans.push(Channel::Unix(UnixStream::default()));
+                self.chans.push(Channel::Unix(UnixStream::default()));
+                result = OpResult::Chan(self.chans.len() - 2);
+                Outcome::Continue
+            }
+            Op::Write { chan, bytes } => {
+                let left = bytes - self.exec[p].op_progress;
+                let mut wake = std::mem::take(&mut self.wake_buf);
+                let io = match self.chans.get_mut(chan) {
+                    Some(Channel::Pipe(pipe)) => pipe.write(p, left, !first, &mut wake),
+                    Some(Channel::Unix(u)) => u.write(p, left, &mut wake),
+                    None => {
+                        self.violation(format!("task {p} wrote to unknown channel {chan}"));
+                        IoOutcome::Done(left)
+                    }
+                };
+                self.wake_all(&mut wake, cpu);
+                self.wake_buf = wake;
+                match io {
+                    IoOutcome::Done(_) => {
+                        result = OpResult::Bytes(bytes);
+                        Outcome::Continue
+                    }
+                    IoOutcome::Partial(n) => {
+                        self.exec[p].op_progress += n;
+                        keep = Some(op);
+                        Outcome::Block
+                    }
+                    IoOutcome::Blocked => {
+                        keep = Some(op);
+                        Outcome::Block
+                    }
+                }
+            }
+            Op::Read { chan, bytes } => {
+                let mut wake = std::mem::take(&mut self.wake_buf);
+                let io = match self.chans.get_mut(chan) {
+                    Some(Channel::Pipe(pipe)) => pipe.read(p, bytes, &mut wake),
+                    Some(Channel::Unix(u)) => u.read(p, bytes, &mut wake),
+                    None => {
+                        self.violation(format!("task {p} read from unknown channel {chan}"));
+                        IoOutcome::Done(0)
+                    }
+                };
+                self.wake_all(&mut wake, cpu);
+                self.wake_buf = wake;
+                match io {
+                    IoOutcome::Done(n) | IoOutcome::Partial(n) => {
+                        result = OpResult::Bytes(n);
+                        Outcome::Continue
+                    }
+                    IoOutcome::Blocked => {
+                        keep = Some(op);
+                        Outcome::Block
+                    }
+                }
+            }
+            Op::Poll { chan } => match self.chans.get_mut(chan) {
+                Some(ch) if ch.readable() => Outcome::Continue,
+                Some(ch) => {
+                    ch.add_poller(p);
+                    keep = Some(op);
+                    Outcome::Block
+                }
+                None => {
+                    self.violation(format!("task {p} polled unknown channel {chan}"));
+                    Outcome::Continue
+                }
+            },
+            Op::Sleep { ns } => {
+                if !first && self.exec[p].timer_fired {
+                    Outcome::Continue
+                } else {
+                    let e = &mut self.exec[p];
+                    e.timer_fired = false;
+                    e.timer_gen = e.timer_gen.wrapping_add(1);
+                    let ev = EventKind::Timer { task: p as u32, gen: e.timer_gen };
+                    self.queue.push(self.sys.now_ns + ns, ev);
+                    keep = Some(op);
+                    Outcome::Block
+                }
+            }
+            Op::Fork { kind, comm, program } => {
+                let comm = comm.unwrap_or_else(|| self.sys.tasks[p].comm.clone());
+                let child = self.new_task(Some(p), comm, kind == ForkKind::Thread, program, cpu);
+                if kind == ForkKind::Process {
+                    self.exec[p].unreaped_children += 1;
+                }
+                self.policy.task_fork(&mut self.sys, child, Some(p));
+                self.emit(cpu, TraceKind::Fork { parent: p, child });
+                self.activate_new(child, cpu);
+                result = OpResult::Task(child);
+                Outcome::Continue
+            }
+            Op::Exit => {
+                self.do_exit(cpu, p);
+                Outcome::Exited
+            }
+            Op::WaitChild => {
+                if let Some(z) = self.exec[p].zombies.pop_front() {
+                    self.exec[p].in_wait = false;
+                    self.exec[p].unreaped_children -= 1;
+                    self.sys.tasks[z].state = TaskState::Dead;
+                    result = OpResult::Task(z);
+                    Outcome::Continue
+                } else if self.exec[p].unreaped_children == 0 {
+                    self.exec[p].in_wait = false;
+                    result = OpResult::NoChild;
+                    Outcome::Continue
+                } else {
+                    self.exec[p].in_wait = true;
+                    keep = Some(op);
+                    Outcome::Block
+                }
+            }
+            Op::Join { task } => {
+                if task >= self.sys.tasks.len() {
+                    self.violation(format!("task {p} joined unknown task {task}"));
+                    Outcome::Continue
+                } else if matches!(self.sys.tasks[task].state, TaskState::Zombie | TaskState::Dead) {
+                    Outcome::Continue
+                } else {
+                    self.exec[task].joiners.push(p);
+                    keep = Some(op);
+                    Outcome::Block
+                }
+            }
+            Op::FutexWait { key, expected } => {
+                if !first && self.exec[p].futex_woken {
+                    self.exec[p].futex_woken = false;
+                    Outcome::Continue
+                } else {
+                    let f = self.futexes.entry(key).or_insert_with(|| (0, WaitQueue::default()));
+                    if f.0 == expected {
+                        f.1.add(p, true);
+                        keep = Some(op);
+                        Outcome::Block
+                    } else {
+                        Outcome::Continue
+                    }
+                }
+            }
+            Op::FutexWake { key, nr } => {
+                let mut wake = std::mem::take(&mut self.wake_buf);
+                if let Some(f) = self.futexes.get_mut(&key) {
+                    f.1.wake(nr as usize, &mut wake);
+                }
+                result = OpResult::Count(wake.len() as u32);
+                for &t in &wake {
+                    self.exec[t].futex_woken = true;
+                }
+                self.wake_all(&mut wake, cpu);
+                self.wake_buf = wake;
+                Outcome::Continue
+            }
+            Op::Yield => {
+                self.sys.stats[cpu].yld_count += 1;
+                self.policy.yield_task(&mut self.sys, cpu, p);
+                self.process_requests();
+                self.cpu[cpu].need_resched = true;
+                Outcome::Continue
+            }
+            Op::SetNice { nice } => {
+                let old = self.sys.tasks[p].weight;
+                let t = &mut self.sys.tasks[p];
+                t.nice = nice.clamp(-20, 19);
+                t.weight = nice_to_weight(t.nice);
+                self.policy.reweight_task(&mut self.sys, p, old);
+                self.process_requests();
+                Outcome::Continue
+            }
+            Op::Compute { .. } | Op::Mark { .. } | Op::Store { .. } => Outcome::Continue,
+        };
+        self.exec[p].op = keep;
+        self.exec[p].last = result;
+        outcome
+    }
+
+    /// Wakes `tasks` from `cpu` with sync wakeups (pipes, sockets, futexes).
+    fn wake_all(&mut self, tasks: &mut Vec<TaskId>, cpu: usize) {
+        for t in tasks.drain(..) {
+            self.try_to_wake_up(t, Some(cpu), true);
+        }
+    }
+
+    /// `do_exit()`: dequeue, become a zombie for the parent or vanish, wake whoever waits.
+    fn do_exit(&mut self, cpu: usize, p: TaskId) {
+        self.emit(cpu, TraceKind::Exit { p });
+        self.policy.dequeue_task(&mut self.sys, cpu, p, DequeueReason::Exit);
+        self.policy.task_dead(&mut self.sys, p);
+        self.process_requests();
+        self.alive -= 1;
+        self.exec[p].program = None;
+        let parent = self.sys.tasks[p].parent.filter(|&pp| !matches!(self.sys.tasks[pp].state, TaskState::Zombie | TaskState::Dead));
+        match parent {
+            Some(pp) if !self.sys.tasks[p].is_thread => {
+                self.sys.tasks[p].state = TaskState::Zombie;
+                self.exec[pp].zombies.push_back(p);
+                if self.exec[pp].in_wait {
+                    self.try_to_wake_up(pp, Some(cpu), false);
+                }
+            }
+            _ => self.sys.tasks[p].state = TaskState::Dead,
+        }
+        for j in std::mem::take(&mut self.exec[p].joiners) {
+            self.try_to_wake_up(j, Some(cpu), false);
+        }
+    }
+
+    // ---------------------------------------------------------------- accounting
+
+    fn mark(&mut self, label: u32) {
+        let now = self.sys.now_ns;
+        self.marks.push((label, now));
+        let snap = (now, self.snapshot_stats(), self.sys.wasted_ns());
+        if label == MARK_START && self.window_start.is_none() {
+            self.latency.reset();
+            self.window_start = Some(snap);
+        } else if label == MARK_END && self.window_start.is_some() && self.window_end.is_none() {
+            self.window_end = Some(snap);
+        }
+    }
+
+    /// Stats with busy time brought up to now.
+    fn snapshot_stats(&self) -> Vec<CpuStats> {
+        let now = self.sys.now_ns;
+        let mut s = self.sys.stats.clone();
+        for (cpu, st) in s.iter_mut().enumerate() {
+            if self.sys.cpu_state(cpu) != CpuState::Idle {
+                st.busy_ns += now.saturating_sub(self.cpu[cpu].busy_since_ns);
+            } else if self.cpu[cpu].idle_start_ns > now {
+                st.busy_ns -= self.cpu[cpu].idle_start_ns - now;
+            }
+        }
+        s
+    }
+
+    fn emit(&mut self, cpu: usize, kind: TraceKind) {
+        if let Some(sink) = self.trace.as_mut() {
+            let rec = TraceRecord { time_ns: self.sys.now_ns, cpu, current: self.sys.curr[cpu], kind };
+            sink.record(&rec, &self.sys.tasks);
+        }
+    }
+
+    fn violation(&mut self, what: String) {
+        if self.violations.len() < 100 {
+            self.violations.push(format!("t={}ns: {what}", self.sys.now_ns));
+        }
+    }
+
+    fn finish(mut self, timed_out: bool) -> RunResult {
+        let end = self.sys.now_ns;
+        let stats_end = self.snapshot_stats();
+        if self.cfg.check && !timed_out {
+            // Busy time must be exactly task run time plus scheduler overhead.
+            // At the end every CPU is idle, so its busy time is fully booked.
+            for (cpu, s) in self.sys.stats.iter().enumerate() {
+                if s.busy_ns != s.run_ns + s.sched_ns + s.find_ns {
+                    let msg = format!("cpu{cpu}: busy {} ns != run {} + sched {} + find {} ns", s.busy_ns, s.run_ns, s.sched_ns, s.find_ns);
+                    self.violations.push(msg);
+                }
+            }
+            if self.policy.nr_running_total() != 0 {
+                let n = self.policy.nr_running_total();
+                self.violation(format!("run ended with {n} tasks still runnable in the policy"));
+            }
+        }
+        let wasted_end = self.sys.wasted_ns();
+        let (window_ns, cpu_stats, wasted_ns) = match (&self.window_start, &self.window_end) {
+            (Some((t0, s0, w0)), Some((t1, s1, w1))) => ((*t0, *t1), s1.iter().zip(s0).map(|(a, b)| a.delta(b)).collect(), w1 - w0),
+            _ => ((0, end), stats_end, wasted_end),
+        };
+        let tasks = self
+            .sys
+            .tasks
+            .iter()
+            .map(|t| TaskSummary {
+                pid: t.pid,
+                comm: t.comm.clone(),
+                run_ns: t.run_ns,
+                wait_ns: t.wait_ns,
+                sleep_ns: t.sleep_ns,
+                switches: t.switches,
+                migrations: t.migrations,
+            })
+            .collect();
+        self.digest.add(end);
+        self.digest.add(self.events);
+        RunResult {
+            seed: self.cfg.seed,
+            policy: self.policy.name(),
+            ncpus: self.sys.ncpus(),
+            end_ns: end,
+            marks: self.marks,
+            window_ns,
+            cpu_stats,
+            wasted_ns,
+            latency: self.latency,
+            tasks,
+            events: self.events,
+            digest: self.digest.value(),
+            violations: self.violations,
+            timed_out,
+        }
+    }
+}

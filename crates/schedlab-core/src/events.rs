@@ -1,0 +1,96 @@
+//! The event queue: a binary heap ordered by `(time_ns, seq)`. `seq` is a global
+//! insertion counter, so events at the same time pop first-in first-out and a run is
+//! bit-for-bit reproducible. Cancellation is lazy: timers carry a generation that the
+//! handler compares with the owner's current one.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// What happens. Generations (`gen`) make stale timers no-ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EventKind {
+    /// The running segment (compute or system call) of `cpu`'s current task ends.
+    SegmentDone { cpu: u32, gen: u32 },
+    /// A reschedule IPI (or idle wakeup) reaches `cpu`.
+    Resched { cpu: u32 },
+    /// Scheduler tick on a busy CPU.
+    Tick { cpu: u32, gen: u32 },
+    /// A sleeping task's timer expires.
+    Timer { task: u32, gen: u32 },
+}
+
+impl EventKind {
+    /// A stable code for the digest.
+    pub fn code(&self) -> (u64, u64, u64) {
+        match *self {
+            EventKind::SegmentDone { cpu, gen } => (1, cpu as u64, gen as u64),
+            EventKind::Resched { cpu } => (2, cpu as u64, 0),
+            EventKind::Tick { cpu, gen } => (3, cpu as u64, gen as u64),
+            EventKind::Timer { task, gen } => (4, task as u64, gen as u64),
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct EventQueue {
+    heap: BinaryHeap<Reverse<(u64, u64, EventKind)>>,
+    seq: u64,
+}
+
+impl EventQueue {
+    pub fn push(&mut self, time_ns: u64, kind: EventKind) {
+        self.seq += 1;
+        self.heap.push(Reverse((time_ns, self.seq, kind)));
+    }
+
+    pub fn pop(&mut self) -> Option<(u64, EventKind)> {
+        self.heap.pop().map(|Reverse((t, _, k))| (t, k))
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+/// FNV-1a over 64-bit words: the run digest. Simple, stable across platforms.
+#[derive(Clone, Copy, Debug)]
+pub struct Digest(u64);
+
+impl Default for Digest {
+    fn default() -> Self {
+        Digest(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Digest {
+    pub fn add(&mut self, word: u64) {
+        for b in word.to_le_bytes() {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    pub fn value(&self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_time_pops_fifo() {
+        let mut q = EventQueue::default();
+        q.push(10, EventKind::Resched { cpu: 2 });
+        q.push(5, EventKind::Resched { cpu: 9 });
+        q.push(10, EventKind::Resched { cpu: 1 });
+        assert_eq!(q.pop(), Some((5, EventKind::Resched { cpu: 9 })));
+        assert_eq!(q.pop(), Some((10, EventKind::Resched { cpu: 2 })));
+        assert_eq!(q.pop(), Some((10, EventKind::Resched { cpu: 1 })));
+    }
+}

@@ -1,0 +1,436 @@
+//! Pipes and AF_UNIX stream sockets with Linux's blocking and wakeup rules, and
+//! wait queues. Pure data structures: they say who blocks and whom to wake; the
+//! engine does the waking through `try_to_wake_up`.
+
+use std::collections::VecDeque;
+
+use crate::task::TaskId;
+
+/// `PAGE_SIZE` on x86-64.
+pub const PAGE_SIZE: u64 = 4096;
+/// `PIPE_DEF_BUFFERS`: ring slots of a new pipe (include/linux/pipe_fs_i.h).
+pub const PIPE_DEF_BUFFERS: usize = 16;
+/// `SK_WMEM_MAX` = `net.core.wmem_default` on x86-64: 256 × SKB_TRUESIZE(256).
+pub const SK_WMEM_MAX: u64 = 212_992;
+/// sizeof(struct sk_buff) rounded by SKB_DATA_ALIGN (232 → 256 on x86-64, 4.19-5.x).
+const SKB_STRUCT_ALIGNED: u64 = 256;
+/// sizeof(struct skb_shared_info) rounded by SKB_DATA_ALIGN (MAX_SKB_FRAGS = 17 → 320).
+const SKB_SHINFO_ALIGNED: u64 = 320;
+
+/// A wait queue (`wait_queue_head_t`). Non-exclusive waiters sit at the head,
+/// exclusive ones at the tail, as `add_wait_queue()`/`add_wait_queue_exclusive()` do.
+#[derive(Clone, Debug, Default)]
+pub struct WaitQueue {
+    entries: VecDeque<(TaskId, bool)>,
+}
+
+impl WaitQueue {
+    pub fn add(&mut self, task: TaskId, exclusive: bool) {
+        if exclusive {
+            self.entries.push_back((task, true));
+        } else {
+            self.entries.push_front((task, false));
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn remove(&mut self, task: TaskId) {
+        self.entries.retain(|&(t, _)| t != task);
+    }
+
+    /// Mirrors `__wake_up_common()` with autoremove: wakes every non-exclusive waiter
+    /// met and stops after `nr_exclusive` exclusive ones. Woken entries leave the queue.
+    pub fn wake(&mut self, nr_exclusive: usize, out: &mut Vec<TaskId>) {
+        let mut left = nr_exclusive;
+        while let Some((task, exclusive)) = self.entries.pop_front() {
+            out.push(task);
+            if exclusive {
+                left -= 1;
+                if left == 0 {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Wakes everybody (`wake_up_all`).
+    pub fn wake_all(&mut self, out: &mut Vec<TaskId>) {
+        out.extend(self.entries.drain(..).map(|(t, _)| t));
+    }
+}
+
+/// What a channel operation did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOutcome {
+    /// Transferred this many bytes (for a write: this attempt's share).
+    Done(u64),
+    /// Nothing could be transferred; the caller was added to a wait queue.
+    Blocked,
+    /// A write transferred some bytes and must block for the rest.
+    Partial(u64),
+}
+
+/// One ring slot: a page holding bytes `off..end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PipeSlot {
+    off: u64,
+    end: u64,
+}
+
+/// A pipe (fs/pipe.c, Linux ≥ 5.5 head/tail ring).
+#[derive(Clone, Debug, Default)]
+pub struct Pipe {
+    slots: VecDeque<PipeSlot>,
+    pub rd_wait: WaitQueue,
+    pub wr_wait: WaitQueue,
+    /// Set once the pipe has been polled: writers then always wake readers.
+    pub poll_usage: bool,
+}
+
+impl Pipe {
+    pub fn bytes(&self) -> u64 {
+        self.slots.iter().map(|s| s.end - s.off).sum()
+    }
+
+    pub fn slots_used(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn full(&self) -> bool {
+        self.slots.len() >= PIPE_DEF_BUFFERS
+    }
+
+    pub fn readable(&self) -> bool {
+        !self.slots.is_empty()
+    }
+
+    /// Mirrors `pipe_write()`: merge a small write into the last page when it fits
+    /// (`offset + len + chars <= PAGE_SIZE`), else take new slots page by page; block
+    /// (exclusive) when the ring is full. Writes of at most a page are atomic. Wakes
+    /// readers (sync) if the pipe was empty before the write or has been polled, and
+    /// the next writer if this writer had slept and left room.
+    pub fn write(&mut self, task: TaskId, bytes: u64, had_waited: bool, wake: &mut Vec<TaskId>) -> IoOutcome {
+        let was_empty = self.slots.is_empty();
+        let mut written = 0;
+        let mut left = bytes;
+        if left > 0 && left <= PAGE_SIZE {
+            if let Some(last) = self.slots.back_mut() {
+                if last.end + left <= PAGE_SIZE {
+                    last.end += left;
+                    written = left;
+                    left = 0;
+                }
+            }
+        }
+        while left > 0 && !self.full() {
+            // An atomic write (≤ PIPE_BUF) never splits across pages.
+            let chunk = left.min(PAGE_SIZE);
+            self.slots.push_back(PipeSlot { off: 0, end: chunk });
+            written += chunk;
+            left -= chunk;
+        }
+        if written > 0 && (was_empty || self.poll_usage) {
+            self.rd_wait.wake(1, wake);
+        }
+        if left > 0 {
+            self.wr_wait.add(task, true);
+            return if written > 0 { IoOutcome::Partial(written) } else { IoOutcome::Blocked };
+        }
+        if had_waited && !self.full() {
+            self.wr_wait.wake(1, wake);
+        }
+        IoOutcome::Done(written)
+    }
+
+    /// Mirrors `pipe_read()`: take up to `bytes` from the front pages, freeing each page
+    /// once consumed; block (exclusive) when empty. Wakes one writer (sync) if the pipe
+    /// was full when the read began, and the next reader if data is left behind.
+    pub fn read(&mut self, task: TaskId, bytes: u64, wake: &mut Vec<TaskId>) -> IoOutcome {
+        if self.slots.is_empty() {
+            self.rd_wait.add(task, true);
+            return IoOutcome::Blocked;
+        }
+        let was_full = self.full();
+        let mut got = 0;
+        while got < bytes {
+            let Some(front) = self.slots.front_mut() else { break };
+            let take = (front.end - front.off).min(bytes - got);
+            front.off += take;
+            got += take;
+            if front.off == front.end {
+                self.slots.pop_front();
+            }
+        }
+        if was_full && !self.full() {
+            self.wr_wait.wake(1, wake);
+        }
+        if !self.slots.is_empty() && !self.rd_wait.is_empty() {
+            self.rd_wait.wake(1, wake);
+        }
+        IoOutcome::Done(got)
+    }
+}
+
+/// `skb->truesize` of a linear skb carrying `len` bytes, as `__alloc_skb()` computes
+/// it: the head is kmalloc'ed for SKB_DATA_ALIGN(len) + shared info, so truesize =
+/// ksize(head) + SKB_DATA_ALIGN(sizeof(struct sk_buff)). A 100-byte message lands in
+/// kmalloc-512: truesize 768. Beyond 8 KiB the data goes to page fragments.
+pub fn skb_truesize(len: u64) -> u64 {
+    let head = len.div_ceil(64) * 64 + SKB_SHINFO_ALIGNED;
+    let alloc = match head {
+        0..=8 => 8,
+        9..=16 => 16,
+        17..=32 => 32,
+        33..=64 => 64,
+        65..=96 => 96,
+        97..=128 => 128,
+        129..=192 => 192,
+        h if h <= 8192 => h.next_power_of_two(),
+        _ => return len.div_ceil(PAGE_SIZE) * PAGE_SIZE + 512 + SKB_STRUCT_ALIGNED,
+    };
+    alloc + SKB_STRUCT_ALIGNED
+}
+
+/// One direction of an AF_UNIX SOCK_STREAM pair (net/unix/af_unix.c).
+#[derive(Clone, Debug)]
+pub struct UnixStream {
+    /// Queued skbs: (unread bytes, truesize).
+    skbs: VecDeque<(u64, u64)>,
+    /// `sk_wmem_alloc` of the sending socket.
+    pub wmem_alloc: u64,
+    /// `sk_sndbuf` of the sending socket.
+    pub sndbuf: u64,
+    /// Readers and pollers of the receiving socket.
+    pub rd_wait: WaitQueue,
+    /// Senders waiting for send-buffer space.
+    pub wr_wait: WaitQueue,
+}
+
+impl Default for UnixStream {
+    fn default() -> Self {
+        UnixStream { skbs: VecDeque::new(), wmem_alloc: 0, sndbuf: SK_WMEM_MAX, rd_wait: WaitQueue::default(), wr_wait: WaitQueue::default() }
+    }
+}
+
+impl UnixStream {
+    pub fn queued_skbs(&self) -> usize {
+        self.skbs.len()
+    }
+
+    pub fn readable(&self) -> bool {
+        !self.skbs.is_empty()
+    }
+
+    /// Largest skb `unix_stream_sendmsg()` builds: half the send buffer less 64, capped
+    /// by SKB_MAX_ALLOC plus the page fragments.
+    fn max_skb(&self) -> u64 {
+        ((self.sndbuf >> 1) - 64).min(32768 + 16 * PAGE_SIZE)
+    }
+
+    /// Mirrors `unix_stream_sendmsg()`: one skb per chunk; `sock_alloc_send_pskb()`
+    /// blocks (non-exclusive) while `sk_wmem_alloc >= sk_sndbuf`; every queued skb
+    /// calls `sk_data_ready`, a sync wakeup of the receiver's waiters.
+    pub fn write(&mut self, task: TaskId, bytes: u64, wake: &mut Vec<TaskId>) -> IoOutcome {
+        let mut written = 0;
+        while written < bytes {
+            if self.wmem_alloc >= self.sndbuf {
+                self.wr_wait.add(task, false);
+                return if written > 0 { IoOutcome::Partial(written) } else { IoOutcome::Blocked };
+            }
+            let chunk = (bytes - written).min(self.max_skb());
+            let truesize = skb_truesize(chunk);
+            self.wmem_alloc += truesize;
+            self.skbs.push_back((chunk, truesize));
+            written += chunk;
+            self.rd_wait.wake(1, wake);
+        }
+        IoOutcome::Done(written)
+    }
+
+    /// Mirrors `unix_stream_read_generic()`: copy up to `bytes` across queued skbs,
+    /// freeing each one consumed; `sock_wfree()` → `unix_write_space()` wakes all
+    /// blocked senders once `sk_wmem_alloc * 4 <= sk_sndbuf` (`unix_writable()`).
+    /// Blocks (non-exclusive, `unix_stream_data_wait()`) when nothing is queued.
+    pub fn read(&mut self, task: TaskId, bytes: u64, wake: &mut Vec<TaskId>) -> IoOutcome {
+        if self.skbs.is_empty() {
+            self.rd_wait.add(task, false);
+            return IoOutcome::Blocked;
+        }
+        let mut got = 0;
+        while got < bytes {
+            let Some(front) = self.skbs.front_mut() else { break };
+            let take = front.0.min(bytes - got);
+            front.0 -= take;
+            got += take;
+            if front.0 == 0 {
+                let (_, truesize) = self.skbs.pop_front().expect("front exists");
+                self.wmem_alloc -= truesize;
+                if self.wmem_alloc * 4 <= self.sndbuf {
+                    self.wr_wait.wake_all(wake);
+                }
+            }
+        }
+        IoOutcome::Done(got)
+    }
+}
+
+/// A channel: one direction of a pipe or of a socket pair.
+#[derive(Clone, Debug)]
+pub enum Channel {
+    Pipe(Pipe),
+    Unix(UnixStream),
+}
+
+impl Channel {
+    pub fn readable(&self) -> bool {
+        match self {
+            Channel::Pipe(p) => p.readable(),
+            Channel::Unix(u) => u.readable(),
+        }
+    }
+
+    /// poll(): register a non-exclusive waiter on the read side.
+    pub fn add_poller(&mut self, task: TaskId) {
+        match self {
+            Channel::Pipe(p) => {
+                p.poll_usage = true;
+                p.rd_wait.add(task, false);
+            }
+            Channel::Unix(u) => u.rd_wait.add(task, false),
+        }
+    }
+
+    pub fn is_pipe(&self) -> bool {
+        matches!(self, Channel::Pipe(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipe_holds_640_hundred_byte_messages() {
+        let mut p = Pipe::default();
+        let mut wake = Vec::new();
+        for i in 0..640 {
+            assert_eq!(p.write(1, 100, false, &mut wake), IoOutcome::Done(100), "message {i}");
+        }
+        assert_eq!(p.slots_used(), 16);
+        assert_eq!(p.bytes(), 64_000);
+        assert_eq!(p.write(1, 100, false, &mut wake), IoOutcome::Blocked);
+        assert_eq!(p.wr_wait.len(), 1);
+    }
+
+    #[test]
+    fn pipe_wakes_reader_only_on_empty_to_nonempty() {
+        let mut p = Pipe::default();
+        let mut wake = Vec::new();
+        assert_eq!(p.read(7, 100, &mut wake), IoOutcome::Blocked);
+        p.write(1, 100, false, &mut wake);
+        assert_eq!(wake, vec![7]);
+        wake.clear();
+        p.rd_wait.add(7, true);
+        p.write(2, 100, false, &mut wake);
+        assert!(wake.is_empty(), "pipe was not empty: no wakeup");
+    }
+
+    #[test]
+    fn pipe_reader_frees_slot_and_wakes_one_writer_only_when_was_full() {
+        let mut p = Pipe::default();
+        let mut wake = Vec::new();
+        for _ in 0..640 {
+            p.write(1, 100, false, &mut wake);
+        }
+        wake.clear();
+        assert_eq!(p.write(2, 100, false, &mut wake), IoOutcome::Blocked);
+        assert_eq!(p.write(3, 100, false, &mut wake), IoOutcome::Blocked);
+        // 39 reads leave the first page partly consumed: still full, nobody woken.
+        for _ in 0..39 {
+            assert_eq!(p.read(9, 100, &mut wake), IoOutcome::Done(100));
+        }
+        assert!(wake.is_empty());
+        // The 40th frees the page: one exclusive writer wakes.
+        p.read(9, 100, &mut wake);
+        assert_eq!(wake, vec![2]);
+        wake.clear();
+        // The woken writer writes into a new slot; the ring is full again, so it does
+        // not pass the wakeup on.
+        assert_eq!(p.write(2, 100, true, &mut wake), IoOutcome::Done(100));
+        assert!(wake.is_empty());
+    }
+
+    #[test]
+    fn pipe_merge_respects_page_end() {
+        let mut p = Pipe::default();
+        let mut wake = Vec::new();
+        p.write(1, 4000, false, &mut wake);
+        p.write(1, 100, false, &mut wake);
+        assert_eq!(p.slots_used(), 2, "4000 + 100 > 4096: new slot");
+        p.write(1, 96, false, &mut wake);
+        assert_eq!(p.slots_used(), 2, "100 + 96 fits in the second page");
+    }
+
+    #[test]
+    fn truesize_of_small_skbs() {
+        assert_eq!(skb_truesize(100), 768);
+        assert_eq!(skb_truesize(1), 768);
+        assert_eq!(skb_truesize(200), 1280);
+    }
+
+    #[test]
+    fn unix_sender_blocks_at_sndbuf_and_resumes_at_quarter() {
+        let mut u = UnixStream::default();
+        let mut wake = Vec::new();
+        // 212992 / 768 = 277.33: the 278th allocation still sees wmem < sndbuf.
+        let mut sent = 0;
+        while u.write(1, 100, &mut wake) == IoOutcome::Done(100) {
+            sent += 1;
+        }
+        assert_eq!(sent, 278);
+        assert_eq!(u.wr_wait.len(), 1);
+        assert_eq!(u.write(2, 100, &mut wake), IoOutcome::Blocked);
+        // Readers: wmem must fall to ≤ 53248 = 69 skbs of 768 before senders wake.
+        wake.clear();
+        let mut reads = 0;
+        while wake.is_empty() {
+            assert_eq!(u.read(9, 100, &mut wake), IoOutcome::Done(100));
+            reads += 1;
+        }
+        assert_eq!(u.queued_skbs(), 69);
+        assert_eq!(reads, 278 - 69);
+        assert_eq!(wake.len(), 2, "non-exclusive: all blocked senders wake");
+    }
+
+    #[test]
+    fn unix_every_message_wakes_a_sleeping_reader() {
+        let mut u = UnixStream::default();
+        let mut wake = Vec::new();
+        assert_eq!(u.read(9, 100, &mut wake), IoOutcome::Blocked);
+        u.write(1, 100, &mut wake);
+        assert_eq!(wake, vec![9]);
+        wake.clear();
+        u.write(1, 100, &mut wake);
+        assert!(wake.is_empty(), "nobody sleeping: waitqueue empty");
+    }
+
+    #[test]
+    fn waitqueue_wakes_pollers_and_one_exclusive() {
+        let mut q = WaitQueue::default();
+        q.add(1, true);
+        q.add(2, true);
+        q.add(3, false);
+        q.add(4, false);
+        let mut out = Vec::new();
+        q.wake(1, &mut out);
+        assert_eq!(out, vec![4, 3, 1]);
+        assert_eq!(q.len(), 1);
+    }
+}

@@ -1,0 +1,113 @@
+//! What tasks do: small programs of operations, generated lazily. A program is a
+//! state machine asked for its next operation each time the previous one completes,
+//! so hackbench at 100000 loops holds a loop counter, not 40 million operations.
+
+use crate::rng::SimRng;
+use crate::task::TaskId;
+
+/// A channel: one direction of a pipe or of an AF_UNIX stream socket pair.
+pub type ChanId = usize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForkKind {
+    /// fork(): a new process.
+    Process,
+    /// clone(CLONE_THREAD): a thread of the caller's process.
+    Thread,
+}
+
+/// One operation. Everything but `Compute`, `Mark` and `Store` is a system call and
+/// runs in the kernel (not preemptible until it returns, as on PREEMPT_NONE/VOLUNTARY).
+pub enum Op {
+    /// Run in user space for `ns`.
+    Compute { ns: u64 },
+    /// pipe(): result `Chan(id)`, a channel read and written by anyone who holds it.
+    Pipe,
+    /// socketpair(AF_UNIX, SOCK_STREAM): result `Chan(id)`; `id` carries end 0 → end 1
+    /// and `id + 1` carries end 1 → end 0.
+    SocketPair,
+    /// Blocking write of `bytes`; completes when all are written. Result `Bytes(n)`.
+    Write { chan: ChanId, bytes: u64 },
+    /// Blocking read of up to `bytes`; completes when at least one byte was read.
+    /// Result `Bytes(n)`.
+    Read { chan: ChanId, bytes: u64 },
+    /// poll() for POLLIN with no timeout.
+    Poll { chan: ChanId },
+    /// nanosleep().
+    Sleep { ns: u64 },
+    /// fork()/clone(): the child runs `program`. Result `Task(child)`.
+    Fork { kind: ForkKind, comm: Option<String>, program: Box<dyn Program> },
+    /// exit(): the task ends.
+    Exit,
+    /// wait(): reap any exited child. Result `Task(child)` or `NoChild`.
+    WaitChild,
+    /// pthread_join(): wait until `task` has exited.
+    Join { task: TaskId },
+    /// futex(FUTEX_WAIT): sleep while the word `key` equals `expected`.
+    FutexWait { key: u64, expected: u64 },
+    /// futex(FUTEX_WAKE): wake up to `nr` waiters of `key`. Result `Count(n)`.
+    FutexWake { key: u64, nr: u32 },
+    /// A plain store to the futex word `key` (no system call).
+    Store { key: u64, value: u64 },
+    /// sched_yield().
+    Yield,
+    /// setpriority()/nice(): change this task's nice value.
+    SetNice { nice: i32 },
+    /// Record the current time under `label` (gettimeofday(), no cost modelled).
+    Mark { label: u32 },
+}
+
+/// The outcome of the previous operation, handed to `Program::next`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpResult {
+    None,
+    Bytes(u64),
+    Chan(ChanId),
+    Task(TaskId),
+    Count(u32),
+    NoChild,
+}
+
+/// A task's behaviour.
+pub trait Program {
+    /// The next operation, given the result of the last one. `rng` is this task's own
+    /// workload stream.
+    fn next(&mut self, last: OpResult, rng: &mut SimRng) -> Op;
+}
+
+/// A program from a fixed list (tests and small scenarios); exits after the last op.
+pub struct Script {
+    ops: std::collections::VecDeque<Op>,
+}
+
+impl Script {
+    pub fn new(ops: Vec<Op>) -> Self {
+        Script { ops: ops.into() }
+    }
+}
+
+impl Program for Script {
+    fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
+        self.ops.pop_front().unwrap_or(Op::Exit)
+    }
+}
+
+/// A program driven by a closure of (step, last result).
+pub struct FnProgram<F: FnMut(u64, OpResult, &mut SimRng) -> Op> {
+    step: u64,
+    f: F,
+}
+
+impl<F: FnMut(u64, OpResult, &mut SimRng) -> Op> FnProgram<F> {
+    pub fn new(f: F) -> Self {
+        FnProgram { step: 0, f }
+    }
+}
+
+impl<F: FnMut(u64, OpResult, &mut SimRng) -> Op> Program for FnProgram<F> {
+    fn next(&mut self, last: OpResult, rng: &mut SimRng) -> Op {
+        let op = (self.f)(self.step, last, rng);
+        self.step += 1;
+        op
+    }
+}

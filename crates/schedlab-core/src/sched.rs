@@ -1,0 +1,308 @@
+//! The scheduler interface (`SchedClass`, mirroring `struct sched_class` in
+//! kernel/sched/sched.h) and `System`, the machine state a policy reads and the
+//! services it calls: charging its own work, kicking CPUs, moving tasks.
+
+use crate::cost::MachineProfile;
+use crate::cpuset::CpuSet;
+use crate::rng::{SimRng, Stream};
+use crate::stats::CpuStats;
+use crate::task::{Task, TaskId, TaskState};
+use crate::topology::{Distance, Topology};
+
+/// Why `select_task_rq` is called (`SD_BALANCE_WAKE` / `SD_BALANCE_FORK`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectReason {
+    Wakeup,
+    Fork,
+}
+
+/// Wakeup flags (`WF_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WakeFlags {
+    pub reason: SelectReason,
+    /// `WF_SYNC`: the waker is about to sleep (pipe/socket sync wakeups).
+    pub sync: bool,
+}
+
+/// Why a task enters a runqueue (`ENQUEUE_WAKEUP`, new task, migration arrival).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnqueueReason {
+    Wakeup,
+    New,
+    Migrate,
+}
+
+/// Why a task leaves a runqueue (`DEQUEUE_SLEEP`, exit, migration departure).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DequeueReason {
+    Sleep,
+    Exit,
+    Migrate,
+}
+
+/// What a CPU is doing, as other CPUs can see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuState {
+    /// Running the idle task, nothing on its way.
+    Idle,
+    /// Idle, but already woken (reschedule pending): not idle to `idle_cpu()`.
+    Kicked,
+    /// Running a task.
+    Busy,
+}
+
+/// Kind of scheduler overhead, for the `%find` column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Charge {
+    /// Switching, enqueueing, waking: the scheduler's fixed costs.
+    Sched,
+    /// Searching for idle CPUs or for tasks to pull or steal.
+    Find,
+}
+
+/// A scheduling policy. Mirrors `struct sched_class` (kernel/sched/sched.h). The
+/// engine calls these at the kernel's call sites:
+/// wakeup = `select_task_rq` → `enqueue_task` → `check_preempt_curr`;
+/// schedule() = `dequeue_task` (if prev sleeps) → `pick_next_task` (which does
+/// put-prev and newidle balancing, as `pick_next_task_fair()` does in v4.19);
+/// tick = `task_tick` + `trigger_load_balance`; fork = `task_fork` →
+/// `select_task_rq(Fork)` → `enqueue_task(New)` → `check_preempt_curr`.
+pub trait SchedClass {
+    /// Policy name with features, e.g. `cfs@4.19+STEAL`.
+    fn name(&self) -> String;
+
+    /// Once, before the first task exists.
+    fn init(&mut self, _sys: &mut System) {}
+
+    /// `sched_fork()`/`task_fork_fair()`: `p` was just created by `parent` and is
+    /// not yet runnable.
+    fn task_fork(&mut self, _sys: &mut System, _p: TaskId, _parent: Option<TaskId>) {}
+
+    /// `select_task_rq()`: the CPU `p` should run on. `prev_cpu` is where it last
+    /// ran, `waker_cpu` where the wakeup (or fork) executes. The engine migrates `p`
+    /// if the answer differs from `prev_cpu`.
+    fn select_task_rq(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, waker_cpu: usize, flags: WakeFlags) -> usize;
+
+    /// `enqueue_task()`: `p` becomes runnable on `cpu` (`sys.tasks[p].cpu == cpu`).
+    fn enqueue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: EnqueueReason);
+
+    /// `dequeue_task()`: `p` (possibly the running task) stops being runnable on `cpu`.
+    fn dequeue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: DequeueReason);
+
+    /// `check_preempt_curr()`: after `p` was enqueued on busy `cpu`, should it
+    /// preempt the running task? Only asked when `cpu` is busy.
+    fn check_preempt_curr(&mut self, sys: &mut System, cpu: usize, p: TaskId, flags: WakeFlags) -> bool;
+
+    /// `pick_next_task()`: choose what `cpu` runs next. `prev` is the task that was
+    /// running if it is still runnable (preempted or yielding), and must be put back
+    /// first. May pull work (newidle balance, steal). None = go idle.
+    fn pick_next_task(&mut self, sys: &mut System, cpu: usize, prev: Option<TaskId>) -> Option<TaskId>;
+
+    /// `task_tick()`: periodic tick on busy `cpu`; true = reschedule.
+    fn task_tick(&mut self, sys: &mut System, cpu: usize, curr: TaskId) -> bool;
+
+    /// `trigger_load_balance()`: the tick's balancing hook.
+    fn trigger_load_balance(&mut self, _sys: &mut System, _cpu: usize) {}
+
+    /// `yield_task()`: `curr` called sched_yield(); a schedule() follows.
+    fn yield_task(&mut self, _sys: &mut System, _cpu: usize, _curr: TaskId) {}
+
+    /// `task_dead()`: `p` exited and was dequeued.
+    fn task_dead(&mut self, _sys: &mut System, _p: TaskId) {}
+
+    /// `reweight_task()`: `p`'s nice changed (its weight is already updated).
+    fn reweight_task(&mut self, _sys: &mut System, _p: TaskId, _old_weight: u32) {}
+
+    /// Runnable tasks on `cpu` including the running one (`rq->nr_running`).
+    fn nr_running(&self, cpu: usize) -> usize;
+
+    /// Runnable tasks in the whole system, by the policy's books (invariant check).
+    fn nr_running_total(&self) -> usize;
+}
+
+/// A request a policy leaves for the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// Reschedule `cpu`, asked from `from` (IPI if remote).
+    Resched { cpu: usize, from: usize },
+    /// `p` moved from `from` to `to` (trace `sched_migrate_task`).
+    Migrated { p: TaskId, from: usize, to: usize },
+}
+
+/// What the policy sees of the machine and the services it may call.
+pub struct System {
+    pub now_ns: u64,
+    pub topo: Topology,
+    pub cost: MachineProfile,
+    pub tasks: Vec<Task>,
+    pub stats: Vec<CpuStats>,
+    /// Tick period (1/HZ), ns.
+    pub tick_ns: u64,
+    /// Tie-break stream for policies.
+    pub rng: SimRng,
+    pub(crate) cpu_state: Vec<CpuState>,
+    pub(crate) curr: Vec<Option<TaskId>>,
+    /// CPUs in state Idle (not kicked), like `nohz.idle_cpus_mask`.
+    pub(crate) idle_mask: CpuSet,
+    /// Scheduler time charged but not yet spent, per CPU.
+    pub(crate) pending_overhead_ns: Vec<u64>,
+    pub(crate) requests: Vec<Request>,
+    /// Runnable-not-running tasks per CPU (`task.cpu`), for wasted core-time.
+    waiting: Vec<u64>,
+    /// Sum of `waiting` over CPUs that are busy.
+    waiting_on_busy: u64,
+    idle_count: u64,
+    wasted_ns: u64,
+    wasted_since_ns: u64,
+}
+
+impl System {
+    pub(crate) fn new(topo: Topology, cost: MachineProfile, tick_ns: u64, seed: u64) -> System {
+        let n = topo.ncpus();
+        System {
+            now_ns: 0,
+            stats: vec![CpuStats::default(); n],
+            tick_ns,
+            rng: SimRng::new(seed, Stream::Policy),
+            cpu_state: vec![CpuState::Idle; n],
+            curr: vec![None; n],
+            idle_mask: CpuSet::full(n),
+            pending_overhead_ns: vec![0; n],
+            requests: Vec::new(),
+            waiting: vec![0; n],
+            waiting_on_busy: 0,
+            idle_count: n as u64,
+            wasted_ns: 0,
+            wasted_since_ns: 0,
+            topo,
+            cost,
+            tasks: Vec::new(),
+        }
+    }
+
+    pub fn ncpus(&self) -> usize {
+        self.topo.ncpus()
+    }
+
+    pub fn cpu_state(&self, cpu: usize) -> CpuState {
+        self.cpu_state[cpu]
+    }
+
+    /// The task running on `cpu` (`rq->curr`), None for the idle task.
+    pub fn curr(&self, cpu: usize) -> Option<TaskId> {
+        self.curr[cpu]
+    }
+
+    /// Idle and not already woken: the engine's part of `idle_cpu()`; a policy also
+    /// checks its own `nr_running`.
+    pub fn cpu_idle(&self, cpu: usize) -> bool {
+        self.cpu_state[cpu] == CpuState::Idle
+    }
+
+    /// CPUs that are idle and not kicked.
+    pub fn idle_mask(&self) -> &CpuSet {
+        &self.idle_mask
+    }
+
+    /// Charges `ns` of scheduler work to `cpu`; it delays what `cpu` does next.
+    pub fn charge(&mut self, cpu: usize, kind: Charge, ns: u64) {
+        self.pending_overhead_ns[cpu] += ns;
+        match kind {
+            Charge::Sched => self.stats[cpu].sched_ns += ns,
+            Charge::Find => self.stats[cpu].find_ns += ns,
+        }
+    }
+
+    /// A search that looked at `cpus` CPUs, took `locks` runqueue locks and examined
+    /// `tasks` tasks, priced by the machine profile.
+    pub fn charge_search(&mut self, cpu: usize, cpus: u64, locks: u64, tasks: u64) {
+        let c = &self.cost.sched_ops;
+        let ns = cpus * c.per_cpu_scanned_ns + locks * c.per_rq_lock_ns + tasks * c.per_task_examined_ns;
+        self.charge(cpu, Charge::Find, ns);
+    }
+
+    /// `resched_curr()` of a remote runqueue, asked from `from`: the engine sends the
+    /// IPI (or wakes the idle CPU) once the policy call returns.
+    pub fn resched_cpu(&mut self, cpu: usize, from: usize) {
+        self.requests.push(Request::Resched { cpu, from });
+    }
+
+    /// `set_task_cpu()`: record that `p` now belongs to `cpu`'s runqueue. Policies
+    /// call it when they move a queued task (load balance, steal).
+    pub fn set_task_cpu(&mut self, p: TaskId, cpu: usize) {
+        let from = self.tasks[p].cpu;
+        if from == cpu {
+            return;
+        }
+        if self.tasks[p].state == TaskState::Runnable {
+            self.unmark_waiting(p);
+            self.tasks[p].cpu = cpu;
+            self.mark_waiting(p);
+        } else {
+            self.tasks[p].cpu = cpu;
+        }
+        self.tasks[p].migrations += 1;
+        self.stats[cpu].migrations_in += 1;
+        self.requests.push(Request::Migrated { p, from, to: cpu });
+    }
+
+    /// Distance class between two CPUs.
+    pub fn distance(&self, a: usize, b: usize) -> Distance {
+        self.topo.distance_class(a, b)
+    }
+
+    // ---- wasted core-time: ∫ min(idle CPUs, tasks waiting behind a busy CPU) dt ----
+
+    fn wasted_advance(&mut self) {
+        let dt = self.now_ns - self.wasted_since_ns;
+        self.wasted_ns += self.idle_count.min(self.waiting_on_busy) * dt;
+        self.wasted_since_ns = self.now_ns;
+    }
+
+    pub(crate) fn wasted_ns(&mut self) -> u64 {
+        self.wasted_advance();
+        self.wasted_ns
+    }
+
+    /// `p` (state Runnable) now waits on `tasks[p].cpu`.
+    pub(crate) fn mark_waiting(&mut self, p: TaskId) {
+        self.wasted_advance();
+        let cpu = self.tasks[p].cpu;
+        self.waiting[cpu] += 1;
+        if self.cpu_state[cpu] == CpuState::Busy {
+            self.waiting_on_busy += 1;
+        }
+    }
+
+    pub(crate) fn unmark_waiting(&mut self, p: TaskId) {
+        self.wasted_advance();
+        let cpu = self.tasks[p].cpu;
+        self.waiting[cpu] -= 1;
+        if self.cpu_state[cpu] == CpuState::Busy {
+            self.waiting_on_busy -= 1;
+        }
+    }
+
+    pub(crate) fn set_cpu_state(&mut self, cpu: usize, state: CpuState) {
+        let old = self.cpu_state[cpu];
+        if old == state {
+            return;
+        }
+        self.wasted_advance();
+        if old == CpuState::Busy {
+            self.waiting_on_busy -= self.waiting[cpu];
+        }
+        if state == CpuState::Busy {
+            self.waiting_on_busy += self.waiting[cpu];
+        }
+        if old == CpuState::Idle {
+            self.idle_count -= 1;
+            self.idle_mask.clear(cpu);
+        }
+        if state == CpuState::Idle {
+            self.idle_count += 1;
+            self.idle_mask.set(cpu);
+        }
+        self.cpu_state[cpu] = state;
+    }
+}

@@ -1,0 +1,77 @@
+//! Timeline records the engine emits, in the vocabulary of the kernel's sched
+//! tracepoints. A sink turns them into ftrace text (schedlab-trace) or anything else.
+
+use crate::task::{Task, TaskId};
+
+/// How the previous task left the CPU, as `sched_switch` prints `prev_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrevState {
+    /// Still runnable, switched out voluntarily (yield) or the idle task: `R`.
+    Running,
+    /// Preempted while runnable: `R+`.
+    Preempted,
+    /// Blocked: `S`.
+    Sleeping,
+    /// Exited, waiting to be reaped: `Z`.
+    Zombie,
+    /// Exited and gone: `X`.
+    Dead,
+}
+
+impl PrevState {
+    pub fn letters(self) -> &'static str {
+        match self {
+            PrevState::Running => "R",
+            PrevState::Preempted => "R+",
+            PrevState::Sleeping => "S",
+            PrevState::Zombie => "Z",
+            PrevState::Dead => "X",
+        }
+    }
+}
+
+/// One tracepoint hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceKind {
+    /// `sched_switch`; None is the idle task (`swapper/N`).
+    Switch { prev: Option<TaskId>, prev_state: PrevState, next: Option<TaskId> },
+    /// `sched_waking`, in the waker's context; `target_cpu` = the task's previous CPU.
+    Waking { p: TaskId, target_cpu: usize },
+    /// `sched_wakeup` once enqueued on `target_cpu`.
+    Wakeup { p: TaskId, target_cpu: usize },
+    /// `sched_wakeup_new` for a forked task.
+    WakeupNew { p: TaskId, target_cpu: usize },
+    /// `sched_migrate_task`.
+    Migrate { p: TaskId, orig_cpu: usize, dest_cpu: usize },
+    /// `sched_process_fork`.
+    Fork { parent: TaskId, child: TaskId },
+    /// `sched_process_exit`.
+    Exit { p: TaskId },
+}
+
+/// A tracepoint hit with its context: when, on which CPU, in which task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    pub time_ns: u64,
+    pub cpu: usize,
+    /// The task running on `cpu` when the event fired (None = idle task).
+    pub current: Option<TaskId>,
+    pub kind: TraceKind,
+}
+
+/// Receives the timeline.
+pub trait TraceSink {
+    fn record(&mut self, rec: &TraceRecord, tasks: &[Task]);
+}
+
+/// Keeps every record in memory (tests, small runs).
+#[derive(Default)]
+pub struct VecSink {
+    pub records: Vec<TraceRecord>,
+}
+
+impl TraceSink for VecSink {
+    fn record(&mut self, rec: &TraceRecord, _tasks: &[Task]) {
+        self.records.push(*rec);
+    }
+}

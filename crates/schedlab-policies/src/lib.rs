@@ -1,0 +1,28 @@
+//! schedlab-policies: scheduling policies behind `SchedClass`, one folder per
+//! scheduler, named `family@version` with `+FEATURE` switches.
+
+pub mod fifo;
+
+use schedlab_core::error::SpecError;
+use schedlab_core::sched::SchedClass;
+
+/// Policies this build knows, for help texts and errors.
+pub const POLICIES: &[(&str, &str)] = &[("fifo", "one global FIFO queue: the ideal work-conserving reference")];
+
+/// Builds a policy from its name (`fifo`, later `cfs@4.19+STEAL` …) and `--sysctl`s.
+pub fn policy_by_name(name: &str, sysctls: &[(String, String)]) -> Result<Box<dyn SchedClass>, SpecError> {
+    let (base, features) = match name.split_once('+') {
+        Some((b, f)) => (b, Some(f)),
+        None => (name, None),
+    };
+    let known = POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", ");
+    match base {
+        "fifo" => {
+            if let Some(f) = features {
+                return Err(SpecError::new("policy feature", f, "no features for fifo"));
+            }
+            Ok(Box::new(fifo::GlobalFifo::new(sysctls)?))
+        }
+        _ => Err(SpecError::new("policy", name, format!("one of: {known}"))),
+    }
+}
