@@ -611,7 +611,7 @@ impl Engine {
             let last = std::mem::replace(&mut e.last, OpResult::None);
             let op = e.program.as_mut().expect("live task has a program").next(last, &mut e.rng);
             match op {
-                Op::Mark { label } => self.mark(label),
+                Op::Mark { label } => self.mark(cpu, label),
                 Op::Store { key, value } => {
                     self.futexes.entry(key).or_insert_with(|| (0, WaitQueue::default())).0 = value;
                 }
@@ -931,10 +931,11 @@ impl Engine {
 
     // ---------------------------------------------------------------- accounting
 
-    fn mark(&mut self, label: u32) {
-        let now = self.sys.now_ns;
+    /// gettimeofday() in the task: after the scheduler work it is still waiting for.
+    fn mark(&mut self, cpu: usize, label: u32) {
+        let now = self.sys.now_ns + self.sys.pending_overhead_ns[cpu];
         self.marks.push((label, now));
-        let snap = (now, self.snapshot_stats(), self.sys.wasted_ns());
+        let snap = (now, self.snapshot_stats(now), self.sys.wasted_ns());
         if label == MARK_START && self.window_start.is_none() {
             self.latency.reset();
             self.window_start = Some(snap);
@@ -943,12 +944,11 @@ impl Engine {
         }
     }
 
-    /// Stats with busy time brought up to now.
-    fn snapshot_stats(&self) -> Vec<CpuStats> {
-        let now = self.sys.now_ns;
+    /// Stats with busy time brought up to `now`.
+    fn snapshot_stats(&self, now: u64) -> Vec<CpuStats> {
         let mut s = self.sys.stats.clone();
         for (cpu, st) in s.iter_mut().enumerate() {
-            if self.sys.cpu_state(cpu) != CpuState::Idle {
+            if self.sys.cpu_state(cpu) == CpuState::Busy {
                 st.busy_ns += now.saturating_sub(self.cpu[cpu].busy_since_ns);
             } else if self.cpu[cpu].idle_start_ns > now {
                 st.busy_ns -= self.cpu[cpu].idle_start_ns - now;
@@ -972,7 +972,7 @@ impl Engine {
 
     fn finish(mut self, timed_out: bool) -> RunResult {
         let end = self.sys.now_ns;
-        let stats_end = self.snapshot_stats();
+        let stats_end = self.snapshot_stats(end);
         if self.cfg.check && !timed_out {
             // Busy time must be exactly task run time plus scheduler overhead.
             // At the end every CPU is idle, so its busy time is fully booked.

@@ -29,6 +29,7 @@ pub fn unit_profile() -> MachineProfile {
     }
 }
 
+#[allow(dead_code)]
 pub fn run(topo: &str, policy: &str, workload: &str, seed: u64) -> RunResult {
     let topo = Topology::parse(topo).unwrap();
     let w = Workload::parse(workload).unwrap();

@@ -1,0 +1,67 @@
+//! `schedlab bench`: the simulator's speed on fixed scenarios. Events per second,
+//! simulated seconds per wall second and peak memory, for a small, a two-socket and
+//! a 1024-CPU machine. Speed targets live here, never in timed unit tests.
+
+use std::time::Instant;
+
+use crate::cli::{check_result, parse_topology, RunSpec};
+use crate::Failure;
+use schedlab_core::RunConfig;
+use schedlab_workloads::Workload;
+
+/// (name, topology, workload, quick workload).
+const SCENARIOS: &[(&str, &str, &str, &str)] = &[
+    ("x6-2-20 hackbench g1", "x6-2-20", "hackbench groups=1 loops=10000", "hackbench groups=1 loops=1000"),
+    ("2x1x22x2 hackbench g8", "2x1x22x2", "hackbench groups=8 loops=2000", "hackbench groups=8 loops=200"),
+    ("8x2x32x2 hackbench g64", "8x2x32x2", "hackbench groups=64 loops=500", "hackbench groups=64 loops=50"),
+];
+
+/// Peak resident memory of this process so far (VmHWM), in KiB, if Linux says.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+pub fn run(quick: bool) -> Result<(), Failure> {
+    println!("schedlab bench: policy fifo, machine broadwell-ep, seed 1 (peak RSS is the process's, cumulative)");
+    println!(
+        "{:<24} {:>6} {:>7} {:>12} {:>9} {:>10} {:>9} {:>12} {:>10}",
+        "scenario", "cpus", "tasks", "events", "wall_s", "Mevents/s", "sim_s", "sim_s/wall_s", "peak_MiB"
+    );
+    let mut rates = Vec::new();
+    for &(name, topo, workload, quick_workload) in SCENARIOS {
+        let w = if quick { quick_workload } else { workload };
+        let spec = RunSpec {
+            topo: parse_topology(topo)?,
+            machine: crate::machines::load("broadwell-ep")?,
+            policy: "fifo".into(),
+            sysctls: Vec::new(),
+            workload: Workload::parse(w)?,
+            cfg: RunConfig { seed: 1, check: false, ..RunConfig::default() },
+        };
+        let engine = spec.engine();
+        let t0 = Instant::now();
+        let r = engine.run();
+        let wall = t0.elapsed().as_secs_f64().max(1e-9);
+        check_result(&r, false)?;
+        let rate = r.events as f64 / wall;
+        rates.push(rate);
+        println!(
+            "{:<24} {:>6} {:>7} {:>12} {:>9.3} {:>10.2} {:>9.3} {:>12.3} {:>10.1}",
+            name,
+            r.ncpus,
+            r.tasks.len(),
+            r.events,
+            wall,
+            rate / 1e6,
+            r.end_ns as f64 / 1e9,
+            r.end_ns as f64 / 1e9 / wall,
+            peak_rss_kib().unwrap_or(0) as f64 / 1024.0
+        );
+    }
+    if let (Some(first), Some(last)) = (rates.first(), rates.last()) {
+        println!("events/s of the 1024-CPU scenario relative to the 20-CPU one: {:.2}", last / first);
+    }
+    Ok(())
+}

@@ -1,0 +1,191 @@
+//! Command-line structure and dispatch.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use schedlab_core::error::SpecError;
+use schedlab_core::{Engine, RunConfig, RunResult, Topology};
+use schedlab_workloads::Workload;
+
+use crate::Failure;
+
+/// Default main job: the steal seed's machine and benchmark, at a tenth of its loops.
+pub const DEFAULT_TOPOLOGY: &str = "x6-2-20";
+pub const DEFAULT_MACHINE: &str = "broadwell-ep";
+pub const DEFAULT_POLICY: &str = "fifo";
+pub const DEFAULT_WORKLOAD: &str = "hackbench groups=1 loops=10000 ipc=socket mode=process";
+
+#[derive(Parser, Debug)]
+#[command(name = "schedlab", version, about = "A laboratory for multiprocessor CPU scheduling: simulate kernel schedulers on any topology, reproducibly.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Simulate one workload under one policy and print what happened.
+    Run(RunArgs),
+    /// Print a topology: CPUs, cores, LLCs, nodes and distances.
+    Topology {
+        /// NxLxCxT, a preset (x6-2-20, x6-2-56, cascadelake-2s, ryzen-1700, kvm-4, kvm-2) or host.
+        spec: String,
+    },
+    /// Measure this Linux host with real processes and write a machine profile.
+    Calibrate {
+        /// Profile name.
+        #[arg(long, default_value = "host")]
+        name: String,
+        /// Where to write the TOML (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A fast, rougher measurement (a few seconds).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Measure the simulator's speed on fixed scenarios.
+    Bench {
+        /// Smaller scenarios (for a smoke test).
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// NxLxCxT, a preset name or host.
+    #[arg(long, default_value = DEFAULT_TOPOLOGY)]
+    pub topology: String,
+    /// Machine cost profile: a shipped name (broadwell-ep, cascadelake, zen1, kvm-haswell) or a .toml path.
+    #[arg(long, default_value = DEFAULT_MACHINE)]
+    pub machine: String,
+    /// Scheduling policy, e.g. fifo.
+    #[arg(long, default_value = DEFAULT_POLICY)]
+    pub policy: String,
+    /// Workload spec, e.g. 'hackbench groups=1 loops=100000 ipc=socket mode=process'.
+    #[arg(long, default_value = DEFAULT_WORKLOAD)]
+    pub workload: String,
+    /// Run seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A policy tunable by its kernel name, name=value (repeatable).
+    #[arg(long = "sysctl", value_name = "NAME=VALUE")]
+    pub sysctls: Vec<String>,
+    /// CONFIG_HZ of the simulated kernel.
+    #[arg(long, default_value_t = 250)]
+    pub hz: u64,
+    /// Check invariants while running (slower).
+    #[arg(long)]
+    pub check: bool,
+    /// Write the timeline as Linux ftrace text to this file.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// A fully validated run.
+pub struct RunSpec {
+    pub topo: Topology,
+    pub machine: schedlab_core::MachineProfile,
+    pub policy: String,
+    pub sysctls: Vec<(String, String)>,
+    pub workload: Workload,
+    pub cfg: RunConfig,
+}
+
+impl RunSpec {
+    /// Validates every input before anything runs or is written.
+    pub fn from_args(a: &RunArgs) -> Result<RunSpec, SpecError> {
+        let topo = parse_topology(&a.topology)?;
+        let machine = crate::machines::load(&a.machine)?;
+        let sysctls = parse_sysctls(&a.sysctls)?;
+        // Build once to validate the name and sysctls.
+        schedlab_policies::policy_by_name(&a.policy, &sysctls)?;
+        let workload = Workload::parse(&a.workload)?;
+        if !(10..=10_000).contains(&a.hz) {
+            return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ, e.g. 100, 250, 1000)"));
+        }
+        let cfg = RunConfig { seed: a.seed, hz: a.hz, check: a.check, ..RunConfig::default() };
+        Ok(RunSpec { topo, machine, policy: a.policy.clone(), sysctls, workload, cfg })
+    }
+
+    pub fn engine(&self) -> Engine {
+        let policy = schedlab_policies::policy_by_name(&self.policy, &self.sysctls).expect("validated in from_args");
+        Engine::new(self.topo.clone(), self.machine.clone(), policy, self.cfg.clone(), self.workload.main_comm(), self.workload.main_program())
+    }
+}
+
+/// `NxLxCxT`, a preset, or `host` (read from this machine's sysfs).
+pub fn parse_topology(spec: &str) -> Result<Topology, SpecError> {
+    if spec == "host" {
+        let read = |p: &str| std::fs::read_to_string(format!("/sys/devices/system/{p}")).ok();
+        return Topology::from_sysfs(&read);
+    }
+    Topology::parse(spec)
+}
+
+pub fn parse_sysctls(raw: &[String]) -> Result<Vec<(String, String)>, SpecError> {
+    raw.iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(SpecError::new("sysctl", s, "NAME=VALUE, e.g. sched_wakeup_granularity_ns=15000000")),
+        })
+        .collect()
+}
+
+pub fn dispatch(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Run(a) => run(&a),
+        Command::Topology { spec } => {
+            print!("{}", parse_topology(&spec)?.describe());
+            Ok(())
+        }
+        Command::Calibrate { name, out, quick } => crate::calibrate_cmd(name, out, quick),
+        Command::Bench { quick } => crate::bench::run(quick),
+    }
+}
+
+fn run(a: &RunArgs) -> Result<(), Failure> {
+    let spec = RunSpec::from_args(a)?;
+    let mut engine = spec.engine();
+    let trace = match &a.trace {
+        Some(path) => Some(crate::tracefile::TraceFile::create(path, spec.topo.ncpus())?),
+        None => None,
+    };
+    if let Some(t) = &trace {
+        engine.set_trace(Box::new(t.sink()));
+    }
+    let started = std::time::Instant::now();
+    let result = engine.run();
+    let wall = started.elapsed();
+    // A failed run leaves no trace file behind.
+    check_result(&result, spec.cfg.check)?;
+    if let Some(t) = trace {
+        t.finish().map_err(Failure::Run)?;
+    }
+    match a.format {
+        Format::Text => print!("{}", crate::report::text(&spec, &result, wall)),
+        Format::Json => println!("{}", crate::report::json(&spec, &result)),
+    }
+    Ok(())
+}
+
+/// A run that broke an invariant or never finished is an error, not a result.
+pub fn check_result(r: &RunResult, checked: bool) -> Result<(), Failure> {
+    if r.timed_out {
+        return Err(Failure::Run(format!("the run did not finish within {} simulated seconds", r.end_ns / 1_000_000_000)));
+    }
+    if !r.violations.is_empty() {
+        let what = if checked { "invariant violations" } else { "engine errors" };
+        return Err(Failure::Run(format!("{what}:\n  {}", r.violations.join("\n  "))));
+    }
+    Ok(())
+}

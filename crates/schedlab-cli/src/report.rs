@@ -1,0 +1,160 @@
+//! Printing one run: text for people, JSON for programs. The text starts with
+//! `seed=` and ends with `digest=`, so two runs can be compared by their last line.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use serde_json::json;
+
+use schedlab_core::stats::CpuStats;
+use schedlab_core::RunResult;
+
+use crate::cli::RunSpec;
+
+/// Per-CPU tables are printed in full up to this many CPUs; beyond, as a summary.
+const MAX_CPU_ROWS: usize = 64;
+
+const PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+fn cpu_row(out: &mut String, label: &str, s: &CpuStats, elapsed_ns: u64, div: f64) {
+    let f = |v: u64| v as f64 / div;
+    let _ = writeln!(
+        out,
+        "{label:>5} {:>6.2} {:>6.0} {:>9.0} {:>8.0} {:>9.0} {:>9.0} {:>10.3} {:>10.3} {:>8.0} {:>7.0} {:>7.0} {:>6.2} {:>6.2}",
+        pct(s.busy_ns, elapsed_ns * div as u64),
+        f(s.yld_count),
+        f(s.sched_count),
+        f(s.sched_goidle),
+        f(s.ttwu_count),
+        f(s.ttwu_local),
+        f(s.run_ns) / 1e6,
+        f(s.wait_ns) / 1e6,
+        f(s.timeslices),
+        f(s.idle_entries),
+        f(s.migrations_in),
+        pct(s.sched_ns, elapsed_ns * div as u64),
+        pct(s.find_ns, elapsed_ns * div as u64),
+    );
+}
+
+pub fn text(spec: &RunSpec, r: &RunResult, wall: Duration) -> String {
+    let mut out = String::new();
+    let el = r.elapsed_ns();
+    let n = r.ncpus;
+    let _ = writeln!(out, "seed={}", r.seed);
+    let _ = writeln!(
+        out,
+        "schedlab run: policy={} topology={} ({} CPUs) machine={} hz={}",
+        r.policy, spec.topo.name, n, spec.machine.name, spec.cfg.hz
+    );
+    let _ = writeln!(out, "{}", spec.workload.banner());
+    let _ = writeln!(out, "{}", spec.workload.result_line(r));
+    let total = r.total();
+    let _ = writeln!(
+        out,
+        "elapsed {:.6} s  busy {:.2}%  wasted core-time {:.3} ms ({:.2}% of capacity)",
+        el as f64 / 1e9,
+        r.busy_pct(),
+        r.wasted_ns as f64 / 1e6,
+        pct(r.wasted_ns, el * n as u64)
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "per-CPU counters over the timed window (schedstat v15 meaning; time in ms):");
+    let _ = writeln!(
+        out,
+        "{:>5} {:>6} {:>6} {:>9} {:>8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>7} {:>7} {:>6} {:>6}",
+        "cpu", "busy%", "yld", "sched", "goidle", "ttwu", "ttwu_loc", "run_ms", "wait_ms", "slices", "idle", "migr", "sch%", "find%"
+    );
+    if n <= MAX_CPU_ROWS {
+        for (cpu, s) in r.cpu_stats.iter().enumerate() {
+            cpu_row(&mut out, &cpu.to_string(), s, el, 1.0);
+        }
+    }
+    cpu_row(&mut out, "avg", &total, el, n as f64);
+    let slice_ms = if total.timeslices == 0 { 0.0 } else { total.run_ns as f64 / total.timeslices as f64 / 1e6 };
+    let _ = writeln!(out, "mean timeslice {slice_ms:.3} ms");
+    let _ = writeln!(out);
+    let h = &r.latency;
+    let _ = write!(out, "wakeup-to-run latency (us): n={}", h.len());
+    for p in PERCENTILES {
+        let label = if p == 100.0 { "max".to_string() } else { format!("p{p}") };
+        let _ = write!(out, "  {label}={:.1}", h.value_at_percentile(p) as f64 / 1e3);
+    }
+    let _ = writeln!(out);
+    let tasks = r.tasks.len();
+    let sum = |f: fn(&schedlab_core::engine::TaskSummary) -> u64| r.tasks.iter().map(f).sum::<u64>();
+    let _ = writeln!(
+        out,
+        "tasks {}: run {:.3} s  wait {:.3} s  sleep {:.3} s  switches {}  migrations {}",
+        tasks,
+        sum(|t| t.run_ns) as f64 / 1e9,
+        sum(|t| t.wait_ns) as f64 / 1e9,
+        sum(|t| t.sleep_ns) as f64 / 1e9,
+        sum(|t| t.switches),
+        sum(|t| t.migrations)
+    );
+    let secs = wall.as_secs_f64().max(1e-9);
+    let _ = writeln!(
+        out,
+        "simulated {:.3} s in {:.3} s wall: {} events, {:.2} M events/s, {:.2} simulated s per wall s",
+        r.end_ns as f64 / 1e9,
+        secs,
+        r.events,
+        r.events as f64 / secs / 1e6,
+        r.end_ns as f64 / 1e9 / secs
+    );
+    if spec.cfg.check {
+        let _ = writeln!(out, "invariants: checked, none violated");
+    }
+    let _ = writeln!(out, "digest={:016x}", r.digest);
+    out
+}
+
+fn stats_json(s: &CpuStats) -> serde_json::Value {
+    json!({
+        "yld_count": s.yld_count, "sched_count": s.sched_count, "sched_goidle": s.sched_goidle,
+        "ttwu_count": s.ttwu_count, "ttwu_local": s.ttwu_local, "run_ns": s.run_ns, "wait_ns": s.wait_ns,
+        "timeslices": s.timeslices, "idle_entries": s.idle_entries, "migrations_in": s.migrations_in,
+        "sched_ns": s.sched_ns, "find_ns": s.find_ns, "busy_ns": s.busy_ns, "steals": s.steals, "steal_fails": s.steal_fails,
+    })
+}
+
+pub fn json(spec: &RunSpec, r: &RunResult) -> String {
+    let h = &r.latency;
+    let v = json!({
+        "seed": r.seed,
+        "policy": r.policy,
+        "topology": spec.topo.name,
+        "ncpus": r.ncpus,
+        "machine": spec.machine.name,
+        "hz": spec.cfg.hz,
+        "workload": format!("{:?}", spec.workload),
+        "elapsed_s": r.elapsed_ns() as f64 / 1e9,
+        "elapsed_ns": r.elapsed_ns(),
+        "busy_pct": r.busy_pct(),
+        "wasted_core_ns": r.wasted_ns,
+        "total": stats_json(&r.total()),
+        "cpus": r.cpu_stats.iter().map(stats_json).collect::<Vec<_>>(),
+        "latency_ns": {
+            "count": h.len(),
+            "p50": h.value_at_percentile(50.0), "p90": h.value_at_percentile(90.0),
+            "p99": h.value_at_percentile(99.0), "p999": h.value_at_percentile(99.9), "max": h.max(),
+        },
+        "tasks": r.tasks.iter().map(|t| json!({
+            "pid": t.pid, "comm": t.comm, "run_ns": t.run_ns, "wait_ns": t.wait_ns, "sleep_ns": t.sleep_ns,
+            "switches": t.switches, "migrations": t.migrations,
+        })).collect::<Vec<_>>(),
+        "events": r.events,
+        "end_ns": r.end_ns,
+        "digest": format!("{:016x}", r.digest),
+    });
+    serde_json::to_string_pretty(&v).expect("a json! value serialises")
+}

@@ -1,0 +1,150 @@
+//! `--trace FILE`: the timeline as Linux ftrace text, written to a temporary file
+//! beside FILE and renamed into place only when the run succeeded, so a failed run
+//! leaves no partial output.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use schedlab_core::error::SpecError;
+use schedlab_core::task::{Task, TaskId};
+use schedlab_core::trace::{TraceKind, TraceRecord, TraceSink};
+use schedlab_trace::{Event, Line};
+
+struct Writer {
+    body: BufWriter<File>,
+    body_path: PathBuf,
+    entries: u64,
+    line: String,
+    error: Option<String>,
+}
+
+/// The open trace: keep it, hand `sink()` to the engine, `finish()` after the run.
+pub struct TraceFile {
+    inner: Rc<RefCell<Writer>>,
+    path: PathBuf,
+    ncpus: usize,
+}
+
+/// What the engine holds.
+pub struct Sink(Rc<RefCell<Writer>>);
+
+impl TraceFile {
+    pub fn create(path: &Path, ncpus: usize) -> Result<TraceFile, SpecError> {
+        let body_path = temp_beside(path, "body");
+        let file = File::create(&body_path)
+            .map_err(|e| SpecError::new("trace file", path.display().to_string(), format!("a path in a writable directory ({e})")))?;
+        let w = Writer { body: BufWriter::with_capacity(1 << 20, file), body_path, entries: 0, line: String::new(), error: None };
+        Ok(TraceFile { inner: Rc::new(RefCell::new(w)), path: path.to_path_buf(), ncpus })
+    }
+
+    pub fn sink(&self) -> Sink {
+        Sink(self.inner.clone())
+    }
+
+    /// Writes the header and the body into place.
+    pub fn finish(self) -> Result<(), String> {
+        let mut w = self.inner.borrow_mut();
+        if let Some(e) = w.error.take() {
+            let _ = std::fs::remove_file(&w.body_path);
+            return Err(format!("writing trace {}: {e}", self.path.display()));
+        }
+        let io = |e: std::io::Error| format!("writing trace {}: {e}", self.path.display());
+        w.body.flush().map_err(io)?;
+        let final_tmp = temp_beside(&self.path, "tmp");
+        {
+            let mut out = BufWriter::new(File::create(&final_tmp).map_err(io)?);
+            out.write_all(schedlab_trace::header(w.entries, self.ncpus as u32).as_bytes()).map_err(io)?;
+            let mut body = File::open(&w.body_path).map_err(io)?;
+            std::io::copy(&mut body, &mut out).map_err(io)?;
+            out.flush().map_err(io)?;
+        }
+        std::fs::rename(&final_tmp, &self.path).map_err(io)?;
+        let _ = std::fs::remove_file(&w.body_path);
+        Ok(())
+    }
+}
+
+impl Drop for TraceFile {
+    fn drop(&mut self) {
+        // finish() consumed nothing on failure paths: remove the temporary body.
+        if let Ok(w) = self.inner.try_borrow() {
+            let _ = std::fs::remove_file(&w.body_path);
+        }
+    }
+}
+
+fn temp_beside(path: &Path, what: &str) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into());
+    path.with_file_name(format!(".{name}.{what}.{}", std::process::id()))
+}
+
+impl TraceSink for Sink {
+    fn record(&mut self, rec: &TraceRecord, tasks: &[Task]) {
+        let mut w = self.0.borrow_mut();
+        if w.error.is_some() {
+            return;
+        }
+        let line = to_line(rec, tasks);
+        let mut text = std::mem::take(&mut w.line);
+        text.clear();
+        schedlab_trace::format_line(&line, &mut text);
+        if let Err(e) = w.body.write_all(text.as_bytes()) {
+            w.error = Some(e.to_string());
+        }
+        w.entries += 1;
+        w.line = text;
+    }
+}
+
+fn comm_pid_prio(tasks: &[Task], t: Option<TaskId>, cpu: usize) -> (String, u32, i32) {
+    match t {
+        Some(t) => (tasks[t].comm.clone(), tasks[t].pid, tasks[t].prio()),
+        None => (format!("swapper/{cpu}"), 0, 120),
+    }
+}
+
+/// One engine record as an ftrace line, in the 5.12+ layout.
+pub fn to_line(rec: &TraceRecord, tasks: &[Task]) -> Line {
+    let (comm, pid) = match rec.current {
+        Some(t) => (tasks[t].comm.clone(), tasks[t].pid),
+        None => ("<idle>".to_string(), 0),
+    };
+    let task = |p: TaskId| (tasks[p].comm.clone(), tasks[p].pid, tasks[p].prio());
+    let (flags, event) = match rec.kind {
+        TraceKind::Switch { prev, prev_state, next } => {
+            let (prev_comm, prev_pid, prev_prio) = comm_pid_prio(tasks, prev, rec.cpu);
+            let (next_comm, next_pid, next_prio) = comm_pid_prio(tasks, next, rec.cpu);
+            let prev_state = prev_state.letters().to_string();
+            ("d..2.", Event::Switch { prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio })
+        }
+        TraceKind::Waking { p, target_cpu } => {
+            let (comm, pid, prio) = task(p);
+            ("d..2.", Event::Waking { comm, pid, prio, target_cpu: target_cpu as u32 })
+        }
+        TraceKind::Wakeup { p, target_cpu } => {
+            let (comm, pid, prio) = task(p);
+            ("d..2.", Event::Wakeup { comm, pid, prio, target_cpu: target_cpu as u32 })
+        }
+        TraceKind::WakeupNew { p, target_cpu } => {
+            let (comm, pid, prio) = task(p);
+            ("d..2.", Event::WakeupNew { comm, pid, prio, target_cpu: target_cpu as u32 })
+        }
+        TraceKind::Migrate { p, orig_cpu, dest_cpu } => {
+            let (comm, pid, prio) = task(p);
+            ("d..2.", Event::MigrateTask { comm, pid, prio, orig_cpu: orig_cpu as u32, dest_cpu: dest_cpu as u32 })
+        }
+        TraceKind::Fork { parent, child } => {
+            let (comm, pid, _) = task(parent);
+            let (child_comm, child_pid, _) = task(child);
+            (".....", Event::ProcessFork { comm, pid, child_comm, child_pid })
+        }
+        TraceKind::Exit { p } => {
+            let (comm, pid, prio) = task(p);
+            (".....", Event::ProcessExit { comm, pid, prio, group_dead: Some(!tasks[p].is_thread) })
+        }
+    };
+    Line { comm, pid, tgid: None, cpu: rec.cpu as u32, flags: flags.to_string(), ts_ns: rec.time_ns, event }
+}
