@@ -17,7 +17,11 @@ pub const DEFAULT_POLICY: &str = "fifo";
 pub const DEFAULT_WORKLOAD: &str = "hackbench groups=1 loops=10000 ipc=socket mode=process";
 
 #[derive(Parser, Debug)]
-#[command(name = "schedlab", version, about = "A laboratory for multiprocessor CPU scheduling: simulate kernel schedulers on any topology, reproducibly.")]
+#[command(
+    name = "schedlab",
+    version,
+    about = "A laboratory for multiprocessor CPU scheduling: simulate kernel schedulers on any topology, reproducibly."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -119,7 +123,14 @@ impl RunSpec {
 
     pub fn engine(&self) -> Engine {
         let policy = schedlab_policies::policy_by_name(&self.policy, &self.sysctls).expect("validated in from_args");
-        Engine::new(self.topo.clone(), self.machine.clone(), policy, self.cfg.clone(), self.workload.main_comm(), self.workload.main_program())
+        Engine::new(
+            self.topo.clone(),
+            self.machine.clone(),
+            policy,
+            self.cfg.clone(),
+            self.workload.main_comm(),
+            self.workload.main_program(),
+        )
     }
 }
 

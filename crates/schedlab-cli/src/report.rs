@@ -71,7 +71,20 @@ pub fn text(spec: &RunSpec, r: &RunResult, wall: Duration) -> String {
     let _ = writeln!(
         out,
         "{:>5} {:>6} {:>6} {:>9} {:>8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>7} {:>7} {:>6} {:>6}",
-        "cpu", "busy%", "yld", "sched", "goidle", "ttwu", "ttwu_loc", "run_ms", "wait_ms", "slices", "idle", "migr", "sch%", "find%"
+        "cpu",
+        "busy%",
+        "yld",
+        "sched",
+        "goidle",
+        "ttwu",
+        "ttwu_loc",
+        "run_ms",
+        "wait_ms",
+        "slices",
+        "idle",
+        "migr",
+        "sch%",
+        "find%"
     );
     if n <= MAX_CPU_ROWS {
         for (cpu, s) in r.cpu_stats.iter().enumerate() {

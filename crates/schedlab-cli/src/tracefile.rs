@@ -34,8 +34,9 @@ pub struct Sink(Rc<RefCell<Writer>>);
 impl TraceFile {
     pub fn create(path: &Path, ncpus: usize) -> Result<TraceFile, SpecError> {
         let body_path = temp_beside(path, "body");
-        let file = File::create(&body_path)
-            .map_err(|e| SpecError::new("trace file", path.display().to_string(), format!("a path in a writable directory ({e})")))?;
+        let file = File::create(&body_path).map_err(|e| {
+            SpecError::new("trace file", path.display().to_string(), format!("a path in a writable directory ({e})"))
+        })?;
         let w = Writer { body: BufWriter::with_capacity(1 << 20, file), body_path, entries: 0, line: String::new(), error: None };
         Ok(TraceFile { inner: Rc::new(RefCell::new(w)), path: path.to_path_buf(), ncpus })
     }

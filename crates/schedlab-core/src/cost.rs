@@ -88,11 +88,13 @@ pub struct MachineProfile {
 impl MachineProfile {
     /// Parses a profile from TOML text. `origin` names the file in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, SpecError> {
-        toml::from_str(text).map_err(|e| SpecError::new(
-            "machine profile",
-            origin,
-            format!("a TOML machine profile with the fields of machines/broadwell-ep.toml ({})", e.message()),
-        ))
+        toml::from_str(text).map_err(|e| {
+            SpecError::new(
+                "machine profile",
+                origin,
+                format!("a TOML machine profile with the fields of machines/broadwell-ep.toml ({})", e.message()),
+            )
+        })
     }
 
     /// Writes the profile as TOML (used by `schedlab calibrate`).

@@ -189,7 +189,14 @@ pub struct Engine {
 
 impl Engine {
     /// A run of `main` (the workload's first task, named `comm`) under `policy`.
-    pub fn new(topo: Topology, cost: MachineProfile, policy: Box<dyn SchedClass>, cfg: RunConfig, comm: &str, main: Box<dyn Program>) -> Engine {
+    pub fn new(
+        topo: Topology,
+        cost: MachineProfile,
+        policy: Box<dyn SchedClass>,
+        cfg: RunConfig,
+        comm: &str,
+        main: Box<dyn Program>,
+    ) -> Engine {
         let ncpus = topo.ncpus();
         let tick_ns = 1_000_000_000 / cfg.hz.max(1);
         let sys = System::new(topo, cost, tick_ns, cfg.seed);
@@ -276,7 +283,14 @@ impl Engine {
 
     // ---------------------------------------------------------------- tasks
 
-    fn new_task(&mut self, parent: Option<TaskId>, comm: String, is_thread: bool, program: Box<dyn Program>, cpu: usize) -> TaskId {
+    fn new_task(
+        &mut self,
+        parent: Option<TaskId>,
+        comm: String,
+        is_thread: bool,
+        program: Box<dyn Program>,
+        cpu: usize,
+    ) -> TaskId {
         let id = self.sys.tasks.len();
         let pid = FIRST_PID + id as u32;
         let (tgid, nice) = match parent {
@@ -556,7 +570,10 @@ impl Engine {
     fn switch_in(&mut self, cpu: usize, n: TaskId) {
         let now = self.sys.now_ns;
         if self.sys.tasks[n].state != TaskState::Runnable {
-            self.violation(format!("cpu{cpu}: picked task {n} in state {:?} (already running elsewhere?)", self.sys.tasks[n].state));
+            self.violation(format!(
+                "cpu{cpu}: picked task {n} in state {:?} (already running elsewhere?)",
+                self.sys.tasks[n].state
+            ));
         }
         if self.sys.tasks[n].cpu != cpu {
             self.violation(format!("cpu{cpu}: picked task {n} queued on cpu{}", self.sys.tasks[n].cpu));
@@ -913,7 +930,8 @@ impl Engine {
         self.process_requests();
         self.alive -= 1;
         self.exec[p].program = None;
-        let parent = self.sys.tasks[p].parent.filter(|&pp| !matches!(self.sys.tasks[pp].state, TaskState::Zombie | TaskState::Dead));
+        let parent =
+            self.sys.tasks[p].parent.filter(|&pp| !matches!(self.sys.tasks[pp].state, TaskState::Zombie | TaskState::Dead));
         match parent {
             Some(pp) if !self.sys.tasks[p].is_thread => {
                 self.sys.tasks[p].state = TaskState::Zombie;
@@ -978,7 +996,10 @@ impl Engine {
             // At the end every CPU is idle, so its busy time is fully booked.
             for (cpu, s) in self.sys.stats.iter().enumerate() {
                 if s.busy_ns != s.run_ns + s.sched_ns + s.find_ns {
-                    let msg = format!("cpu{cpu}: busy {} ns != run {} + sched {} + find {} ns", s.busy_ns, s.run_ns, s.sched_ns, s.find_ns);
+                    let msg = format!(
+                        "cpu{cpu}: busy {} ns != run {} + sched {} + find {} ns",
+                        s.busy_ns, s.run_ns, s.sched_ns, s.find_ns
+                    );
                     self.violations.push(msg);
                 }
             }
@@ -989,7 +1010,9 @@ impl Engine {
         }
         let wasted_end = self.sys.wasted_ns();
         let (window_ns, cpu_stats, wasted_ns) = match (&self.window_start, &self.window_end) {
-            (Some((t0, s0, w0)), Some((t1, s1, w1))) => ((*t0, *t1), s1.iter().zip(s0).map(|(a, b)| a.delta(b)).collect(), w1 - w0),
+            (Some((t0, s0, w0)), Some((t1, s1, w1))) => {
+                ((*t0, *t1), s1.iter().zip(s0).map(|(a, b)| a.delta(b)).collect(), w1 - w0)
+            }
             _ => ((0, end), stats_end, wasted_end),
         };
         let tasks = self

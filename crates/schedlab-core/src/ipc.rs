@@ -215,7 +215,13 @@ pub struct UnixStream {
 
 impl Default for UnixStream {
     fn default() -> Self {
-        UnixStream { skbs: VecDeque::new(), wmem_alloc: 0, sndbuf: SK_WMEM_MAX, rd_wait: WaitQueue::default(), wr_wait: WaitQueue::default() }
+        UnixStream {
+            skbs: VecDeque::new(),
+            wmem_alloc: 0,
+            sndbuf: SK_WMEM_MAX,
+            rd_wait: WaitQueue::default(),
+            wr_wait: WaitQueue::default(),
+        }
     }
 }
 

@@ -96,9 +96,7 @@ impl Topology {
                 cpus[id] = CpuInfo { node: node as u32, llc: llc as u32, core: core as u32, smt: smt as u32 };
             }
         }
-        let distance = (0..n)
-            .map(|a| (0..n).map(|b| if a == b { local } else { remote }).collect())
-            .collect();
+        let distance = (0..n).map(|a| (0..n).map(|b| if a == b { local } else { remote }).collect()).collect();
         Topology::from_cpus(name, cpus, distance)
     }
 
@@ -192,11 +190,17 @@ impl Topology {
     /// `/sys/devices/system` to its contents (None if absent). Pure, so it is
     /// tested against a fake tree.
     pub fn from_sysfs(read: &dyn Fn(&str) -> Option<String>) -> Result<Topology, SpecError> {
-        let online = read("cpu/online").ok_or_else(|| SpecError::new("topology", "host", "a Linux host with /sys/devices/system/cpu/online"))?;
-        let ids = parse_cpu_list(online.trim()).ok_or_else(|| SpecError::new("host cpu/online", online.trim(), "a CPU list such as 0-3,8"))?;
+        let online = read("cpu/online")
+            .ok_or_else(|| SpecError::new("topology", "host", "a Linux host with /sys/devices/system/cpu/online"))?;
+        let ids = parse_cpu_list(online.trim())
+            .ok_or_else(|| SpecError::new("host cpu/online", online.trim(), "a CPU list such as 0-3,8"))?;
         let ncpus = ids.iter().max().map_or(0, |m| m + 1);
         if ids.len() != ncpus {
-            return Err(SpecError::new("host cpu/online", online.trim(), "contiguous online CPUs 0..N (offline CPUs are not modelled)"));
+            return Err(SpecError::new(
+                "host cpu/online",
+                online.trim(),
+                "contiguous online CPUs 0..N (offline CPUs are not modelled)",
+            ));
         }
         // Node of each CPU, from node*/cpulist; one node if NUMA is not exposed.
         let mut node_of = vec![0u32; ncpus];
@@ -211,7 +215,8 @@ impl Topology {
                 }
             }
         }
-        let mut distance: Vec<Vec<u32>> = (0..nnodes).map(|a| (0..nnodes).map(|b| if a == b { 10 } else { 20 }).collect()).collect();
+        let mut distance: Vec<Vec<u32>> =
+            (0..nnodes).map(|a| (0..nnodes).map(|b| if a == b { 10 } else { 20 }).collect()).collect();
         if let Some(nodes) = read("node/online").and_then(|s| parse_cpu_list(s.trim())) {
             for (a, n) in nodes.iter().enumerate() {
                 if let Some(row) = read(&format!("node/node{n}/distance")) {

@@ -34,7 +34,12 @@ impl GlobalFifo {
                 _ => return Err(SpecError::new("sysctl", k, "a sysctl the fifo policy knows: sched_rr_timeslice_ms")),
             }
         }
-        Ok(GlobalFifo { queue: VecDeque::new(), running: Vec::new(), run_start_ns: Vec::new(), rr_timeslice_ns: rr_ms * 1_000_000 })
+        Ok(GlobalFifo {
+            queue: VecDeque::new(),
+            running: Vec::new(),
+            run_start_ns: Vec::new(),
+            rr_timeslice_ns: rr_ms * 1_000_000,
+        })
     }
 }
 

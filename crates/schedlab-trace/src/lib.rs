@@ -37,49 +37,18 @@ pub enum Event {
     },
     /// `sched_waking`: fires in the waker's context; `target_cpu` is the task's
     /// previous CPU.
-    Waking {
-        comm: String,
-        pid: u32,
-        prio: i32,
-        target_cpu: u32,
-    },
+    Waking { comm: String, pid: u32, prio: i32, target_cpu: u32 },
     /// `sched_wakeup`: the task was enqueued on `target_cpu`.
-    Wakeup {
-        comm: String,
-        pid: u32,
-        prio: i32,
-        target_cpu: u32,
-    },
+    Wakeup { comm: String, pid: u32, prio: i32, target_cpu: u32 },
     /// `sched_wakeup_new`: first enqueue of a freshly forked task.
-    WakeupNew {
-        comm: String,
-        pid: u32,
-        prio: i32,
-        target_cpu: u32,
-    },
+    WakeupNew { comm: String, pid: u32, prio: i32, target_cpu: u32 },
     /// `sched_migrate_task`.
-    MigrateTask {
-        comm: String,
-        pid: u32,
-        prio: i32,
-        orig_cpu: u32,
-        dest_cpu: u32,
-    },
+    MigrateTask { comm: String, pid: u32, prio: i32, orig_cpu: u32, dest_cpu: u32 },
     /// `sched_process_fork`: `comm`/`pid` are the parent.
-    ProcessFork {
-        comm: String,
-        pid: u32,
-        child_comm: String,
-        child_pid: u32,
-    },
+    ProcessFork { comm: String, pid: u32, child_comm: String, child_pid: u32 },
     /// `sched_process_exit`: `group_dead` is printed only by kernels since ~6.15,
     /// hence `Option` (None = field absent, so older traces round-trip).
-    ProcessExit {
-        comm: String,
-        pid: u32,
-        prio: i32,
-        group_dead: Option<bool>,
-    },
+    ProcessExit { comm: String, pid: u32, prio: i32, group_dead: Option<bool> },
     /// Any other event: its name and the raw text after `name: `.
     Other { name: String, args: String },
 }

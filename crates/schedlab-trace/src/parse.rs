@@ -32,11 +32,7 @@ pub fn parse_trace(text: &str) -> Result<Vec<Line>, ParseError> {
 }
 
 fn parse_numbered(line: &str, line_no: usize) -> Result<Option<Line>, ParseError> {
-    parse_inner(line).map_err(|reason| ParseError {
-        line_no,
-        line: line.to_string(),
-        reason,
-    })
+    parse_inner(line).map_err(|reason| ParseError { line_no, line: line.to_string(), reason })
 }
 
 fn parse_inner(line: &str) -> Result<Option<Line>, String> {
@@ -62,11 +58,7 @@ fn parse_inner(line: &str) -> Result<Option<Line>, String> {
     // off), then " secs.usecs: ". The timestamp is the first token with a ':'.
     let rest = prefix.rest.trim_start_matches(' ');
     let (first, after_first) = split_word(rest);
-    let (flags, rest) = if first.contains(':') {
-        ("", rest)
-    } else {
-        (first, after_first.trim_start_matches(' '))
-    };
+    let (flags, rest) = if first.contains(':') { ("", rest) } else { (first, after_first.trim_start_matches(' ')) };
     if rest.is_empty() {
         return Err("missing timestamp".to_string());
     }
@@ -75,9 +67,7 @@ fn parse_inner(line: &str) -> Result<Option<Line>, String> {
 
     // ": name: args"
     let rest = rest[colon + 1..].trim_start_matches(' ');
-    let colon = rest
-        .find(':')
-        .ok_or_else(|| "missing event name".to_string())?;
+    let colon = rest.find(':').ok_or_else(|| "missing event name".to_string())?;
     let name = &rest[..colon];
     if name.is_empty() || name.contains(char::is_whitespace) {
         return Err("bad event name".to_string());
@@ -86,15 +76,7 @@ fn parse_inner(line: &str) -> Result<Option<Line>, String> {
     let args = args.strip_prefix(' ').unwrap_or(args);
     let event = parse_event(name, args)?;
 
-    Ok(Some(Line {
-        comm: prefix.comm.to_string(),
-        pid,
-        tgid,
-        cpu,
-        flags: flags.to_string(),
-        ts_ns,
-        event,
-    }))
+    Ok(Some(Line { comm: prefix.comm.to_string(), pid, tgid, cpu, flags: flags.to_string(), ts_ns, event }))
 }
 
 /// `CPU:1 [LOST 123 EVENTS]` or `CPU:1 [LOST EVENTS]`, printed by the kernel
@@ -294,10 +276,7 @@ impl<'a> Args<'a> {
         if self.rest.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "unexpected trailing text '{}' in {} args",
-                self.rest, self.event
-            ))
+            Err(format!("unexpected trailing text '{}' in {} args", self.rest, self.event))
         }
     }
 }
@@ -307,47 +286,26 @@ fn parse_event(name: &str, args: &str) -> Result<Event, String> {
         "sched_switch" => parse_switch(args),
         "sched_waking" => {
             let (comm, pid, prio, target_cpu) = parse_wakeup_args(args, "sched_waking")?;
-            Ok(Event::Waking {
-                comm,
-                pid,
-                prio,
-                target_cpu,
-            })
+            Ok(Event::Waking { comm, pid, prio, target_cpu })
         }
         "sched_wakeup" => {
             let (comm, pid, prio, target_cpu) = parse_wakeup_args(args, "sched_wakeup")?;
-            Ok(Event::Wakeup {
-                comm,
-                pid,
-                prio,
-                target_cpu,
-            })
+            Ok(Event::Wakeup { comm, pid, prio, target_cpu })
         }
         "sched_wakeup_new" => {
             let (comm, pid, prio, target_cpu) = parse_wakeup_args(args, "sched_wakeup_new")?;
-            Ok(Event::WakeupNew {
-                comm,
-                pid,
-                prio,
-                target_cpu,
-            })
+            Ok(Event::WakeupNew { comm, pid, prio, target_cpu })
         }
         "sched_migrate_task" => parse_migrate(args),
         "sched_process_fork" => parse_fork(args),
         "sched_process_exit" => parse_exit(args),
-        _ => Ok(Event::Other {
-            name: name.to_string(),
-            args: args.to_string(),
-        }),
+        _ => Ok(Event::Other { name: name.to_string(), args: args.to_string() }),
     }
 }
 
 /// `prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s next_pid=%d next_prio=%d`
 fn parse_switch(args: &str) -> Result<Event, String> {
-    let mut a = Args {
-        rest: args,
-        event: "sched_switch",
-    };
+    let mut a = Args { rest: args, event: "sched_switch" };
     let prev_comm = a.comm("prev_comm=", "prev_comm", " prev_pid=")?;
     let prev_pid = a.u32(" prev_pid=", "prev_pid")?;
     let prev_prio = a.i32(" prev_prio=", "prev_prio")?;
@@ -361,15 +319,7 @@ fn parse_switch(args: &str) -> Result<Event, String> {
     let next_pid = a.u32(" next_pid=", "next_pid")?;
     let next_prio = a.i32(" next_prio=", "next_prio")?;
     a.end()?;
-    Ok(Event::Switch {
-        prev_comm,
-        prev_pid,
-        prev_prio,
-        prev_state,
-        next_comm,
-        next_pid,
-        next_prio,
-    })
+    Ok(Event::Switch { prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio })
 }
 
 /// `comm=%s pid=%d prio=%d target_cpu=%03d`; 3.x kernels printed ` success=%d`
@@ -389,50 +339,30 @@ fn parse_wakeup_args(args: &str, event: &'static str) -> Result<(String, u32, i3
 
 /// `comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d`
 fn parse_migrate(args: &str) -> Result<Event, String> {
-    let mut a = Args {
-        rest: args,
-        event: "sched_migrate_task",
-    };
+    let mut a = Args { rest: args, event: "sched_migrate_task" };
     let comm = a.comm("comm=", "comm", " pid=")?;
     let pid = a.u32(" pid=", "pid")?;
     let prio = a.i32(" prio=", "prio")?;
     let orig_cpu = a.u32(" orig_cpu=", "orig_cpu")?;
     let dest_cpu = a.u32(" dest_cpu=", "dest_cpu")?;
     a.end()?;
-    Ok(Event::MigrateTask {
-        comm,
-        pid,
-        prio,
-        orig_cpu,
-        dest_cpu,
-    })
+    Ok(Event::MigrateTask { comm, pid, prio, orig_cpu, dest_cpu })
 }
 
 /// `comm=%s pid=%d child_comm=%s child_pid=%d` (parent first).
 fn parse_fork(args: &str) -> Result<Event, String> {
-    let mut a = Args {
-        rest: args,
-        event: "sched_process_fork",
-    };
+    let mut a = Args { rest: args, event: "sched_process_fork" };
     let comm = a.comm("comm=", "comm", " pid=")?;
     let pid = a.u32(" pid=", "pid")?;
     let child_comm = a.comm(" child_comm=", "child_comm", " child_pid=")?;
     let child_pid = a.u32(" child_pid=", "child_pid")?;
     a.end()?;
-    Ok(Event::ProcessFork {
-        comm,
-        pid,
-        child_comm,
-        child_pid,
-    })
+    Ok(Event::ProcessFork { comm, pid, child_comm, child_pid })
 }
 
 /// `comm=%s pid=%d prio=%d`, plus ` group_dead=true|false` since ~6.15.
 fn parse_exit(args: &str) -> Result<Event, String> {
-    let mut a = Args {
-        rest: args,
-        event: "sched_process_exit",
-    };
+    let mut a = Args { rest: args, event: "sched_process_exit" };
     let comm = a.comm("comm=", "comm", " pid=")?;
     let pid = a.u32(" pid=", "pid")?;
     let prio = a.i32(" prio=", "prio")?;
@@ -447,10 +377,5 @@ fn parse_exit(args: &str) -> Result<Event, String> {
         }
     };
     a.end()?;
-    Ok(Event::ProcessExit {
-        comm,
-        pid,
-        prio,
-        group_dead,
-    })
+    Ok(Event::ProcessExit { comm, pid, prio, group_dead })
 }

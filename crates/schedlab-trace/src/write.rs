@@ -25,76 +25,26 @@ pub fn format_line(line: &Line, out: &mut String) {
     }
     let secs = line.ts_ns / 1_000_000_000;
     let usecs = line.ts_ns % 1_000_000_000 / 1_000;
-    let _ = write!(
-        out,
-        "[{:03}] {} {:>5}.{:06}: {}: ",
-        line.cpu,
-        line.flags,
-        secs,
-        usecs,
-        line.event.name()
-    );
+    let _ = write!(out, "[{:03}] {} {:>5}.{:06}: {}: ", line.cpu, line.flags, secs, usecs, line.event.name());
     let _ = match &line.event {
-        Event::Switch {
-            prev_comm,
-            prev_pid,
-            prev_prio,
-            prev_state,
-            next_comm,
-            next_pid,
-            next_prio,
-        } => write!(
+        Event::Switch { prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio } => write!(
             out,
             "prev_comm={prev_comm} prev_pid={prev_pid} prev_prio={prev_prio} \
              prev_state={prev_state} ==> next_comm={next_comm} next_pid={next_pid} \
              next_prio={next_prio}"
         ),
-        Event::Waking {
-            comm,
-            pid,
-            prio,
-            target_cpu,
+        Event::Waking { comm, pid, prio, target_cpu }
+        | Event::Wakeup { comm, pid, prio, target_cpu }
+        | Event::WakeupNew { comm, pid, prio, target_cpu } => {
+            write!(out, "comm={comm} pid={pid} prio={prio} target_cpu={target_cpu:03}")
         }
-        | Event::Wakeup {
-            comm,
-            pid,
-            prio,
-            target_cpu,
+        Event::MigrateTask { comm, pid, prio, orig_cpu, dest_cpu } => {
+            write!(out, "comm={comm} pid={pid} prio={prio} orig_cpu={orig_cpu} dest_cpu={dest_cpu}")
         }
-        | Event::WakeupNew {
-            comm,
-            pid,
-            prio,
-            target_cpu,
-        } => write!(
-            out,
-            "comm={comm} pid={pid} prio={prio} target_cpu={target_cpu:03}"
-        ),
-        Event::MigrateTask {
-            comm,
-            pid,
-            prio,
-            orig_cpu,
-            dest_cpu,
-        } => write!(
-            out,
-            "comm={comm} pid={pid} prio={prio} orig_cpu={orig_cpu} dest_cpu={dest_cpu}"
-        ),
-        Event::ProcessFork {
-            comm,
-            pid,
-            child_comm,
-            child_pid,
-        } => write!(
-            out,
-            "comm={comm} pid={pid} child_comm={child_comm} child_pid={child_pid}"
-        ),
-        Event::ProcessExit {
-            comm,
-            pid,
-            prio,
-            group_dead,
-        } => {
+        Event::ProcessFork { comm, pid, child_comm, child_pid } => {
+            write!(out, "comm={comm} pid={pid} child_comm={child_comm} child_pid={child_pid}")
+        }
+        Event::ProcessExit { comm, pid, prio, group_dead } => {
             let r = write!(out, "comm={comm} pid={pid} prio={prio}");
             match group_dead {
                 Some(dead) => write!(out, " group_dead={dead}"),

@@ -4,14 +4,8 @@ use std::collections::BTreeMap;
 
 use schedlab_trace::{format_line, header, parse_line, parse_trace, Event, Line};
 
-const PIPE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/ftrace-hackbench-pipe-g1-l100-2cpu.txt"
-);
-const SOCKET: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/ftrace-hackbench-socket-g1-l100-2cpu.txt"
-);
+const PIPE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/ftrace-hackbench-pipe-g1-l100-2cpu.txt");
+const SOCKET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/ftrace-hackbench-socket-g1-l100-2cpu.txt");
 
 const SCHED_EVENTS: [&str; 7] = [
     "sched_switch",
@@ -37,11 +31,7 @@ fn counts(lines: &[Line]) -> BTreeMap<String, usize> {
 
 fn expect_counts(lines: &[Line], expected: [usize; 7]) {
     let got = counts(lines);
-    let want: BTreeMap<String, usize> = SCHED_EVENTS
-        .iter()
-        .zip(expected)
-        .map(|(n, c)| (n.to_string(), c))
-        .collect();
+    let want: BTreeMap<String, usize> = SCHED_EVENTS.iter().zip(expected).map(|(n, c)| (n.to_string(), c)).collect();
     assert_eq!(got, want);
 }
 
@@ -49,11 +39,7 @@ fn expect_counts(lines: &[Line], expected: [usize; 7]) {
 fn socket_fixture_parses_with_expected_counts() {
     let lines = parse_trace(&read(SOCKET)).expect("socket fixture parses");
     expect_counts(&lines, [4713, 3508, 3508, 41, 99, 41, 41]);
-    assert_eq!(
-        lines.len(),
-        11951,
-        "matches entries-in-buffer in the header"
-    );
+    assert_eq!(lines.len(), 11951, "matches entries-in-buffer in the header");
 }
 
 #[test]
@@ -76,12 +62,7 @@ fn first_socket_line_fields() {
             cpu: 1,
             flags: ".....".into(),
             ts_ns: 1_834_202_128_000,
-            event: Event::ProcessFork {
-                comm: "bash".into(),
-                pid: 7962,
-                child_comm: "bash".into(),
-                child_pid: 8009,
-            },
+            event: Event::ProcessFork { comm: "bash".into(), pid: 7962, child_comm: "bash".into(), child_pid: 8009 },
         }
     );
 }
@@ -103,9 +84,7 @@ fn fixtures_have_the_interesting_cases() {
     }
     assert!(lines.iter().any(|l| l.comm == "<idle>" && l.pid == 0));
     // A comm ending in "-<digits>": the pid must be the last -digits.
-    assert!(lines
-        .iter()
-        .any(|l| l.comm == "memfd:sealed-91" && l.pid != 91));
+    assert!(lines.iter().any(|l| l.comm == "memfd:sealed-91" && l.pid != 91));
     assert!(lines.iter().all(|l| match &l.event {
         Event::ProcessExit { group_dead, .. } => group_dead.is_some(),
         _ => true,

@@ -30,12 +30,12 @@ fn err(s: &str) -> ParseError {
     }
 }
 
-const SWITCH_ARGS: &str = "prev_comm=hackbench prev_pid=4242 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
+const SWITCH_ARGS: &str =
+    "prev_comm=hackbench prev_pid=4242 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
 
 #[test]
 fn older_layout_parses_and_is_rewritten_in_new_layout() {
-    let old =
-        format!("       hackbench-4242  [001] d..2  1234.567890: sched_switch: {SWITCH_ARGS}");
+    let old = format!("       hackbench-4242  [001] d..2  1234.567890: sched_switch: {SWITCH_ARGS}");
     let l = parse_one(&old);
     assert_eq!(
         l,
@@ -58,17 +58,13 @@ fn older_layout_parses_and_is_rewritten_in_new_layout() {
         }
     );
     let out = assert_round_trip(&l);
-    assert_eq!(
-        out,
-        format!("       hackbench-4242    [001] d..2  1234.567890: sched_switch: {SWITCH_ARGS}\n")
-    );
+    assert_eq!(out, format!("       hackbench-4242    [001] d..2  1234.567890: sched_switch: {SWITCH_ARGS}\n"));
 }
 
 #[test]
 fn tgid_column_old_and_new() {
-    let old = parse_one(
-        "          <idle>-0     (-----) [000] d..2  1.000001: sched_wakeup: comm=a pid=7 prio=120 target_cpu=000",
-    );
+    let old =
+        parse_one("          <idle>-0     (-----) [000] d..2  1.000001: sched_wakeup: comm=a pid=7 prio=120 target_cpu=000");
     assert_eq!((old.comm.as_str(), old.pid), ("<idle>", 0));
     assert_eq!(old.tgid.as_deref(), Some("-----"));
     assert_round_trip(&old);
@@ -88,12 +84,7 @@ fn comms_with_spaces_dashes_and_digits() {
     let l = parse_one(s);
     assert_eq!((l.comm.as_str(), l.pid, l.cpu), ("Web Content", 12345, 2));
     match &l.event {
-        Event::Switch {
-            prev_comm,
-            prev_state,
-            next_comm,
-            ..
-        } => {
+        Event::Switch { prev_comm, prev_state, next_comm, .. } => {
             assert_eq!(prev_comm, "Web Content");
             assert_eq!(prev_state, "R+");
             assert_eq!(next_comm, "kworker/u4:1-events");
@@ -103,21 +94,16 @@ fn comms_with_spaces_dashes_and_digits() {
     assert_eq!(assert_round_trip(&l), s);
 
     // The pid is the last -digits before the cpu column.
-    let l = parse_one(
-        "kworker/u4:1-events-17 [000] ..... 5.000000: sched_waking: comm=x-1 2 pid=9 prio=120 target_cpu=001",
-    );
+    let l = parse_one("kworker/u4:1-events-17 [000] ..... 5.000000: sched_waking: comm=x-1 2 pid=9 prio=120 target_cpu=001");
     assert_eq!((l.comm.as_str(), l.pid), ("kworker/u4:1-events", 17));
     assert!(matches!(&l.event, Event::Waking { comm, pid: 9, .. } if comm == "x-1 2"));
     assert_round_trip(&l);
 
-    let l = parse_one(
-        "  a-1 [3]-42  [007] ..... 5.000000: sched_wakeup: comm=a pid=9 prio=120 target_cpu=007",
-    );
+    let l = parse_one("  a-1 [3]-42  [007] ..... 5.000000: sched_wakeup: comm=a pid=9 prio=120 target_cpu=007");
     assert_eq!((l.comm.as_str(), l.pid, l.cpu), ("a-1 [3]", 42, 7));
 
-    let l = parse_one(
-        "           <...>-4194304 [001] ..... 5.000000: sched_wakeup_new: comm=a pid=4194304 prio=-1 target_cpu=001",
-    );
+    let l =
+        parse_one("           <...>-4194304 [001] ..... 5.000000: sched_wakeup_new: comm=a pid=4194304 prio=-1 target_cpu=001");
     assert_eq!((l.comm.as_str(), l.pid), ("<...>", 4_194_304));
     assert!(matches!(l.event, Event::WakeupNew { prio: -1, .. }));
     assert_round_trip(&l);
@@ -140,16 +126,10 @@ fn non_ascii_comm_is_padded_by_bytes_like_the_kernel() {
         cpu: 0,
         flags: ".....".into(),
         ts_ns: 1_000_000,
-        event: Event::Other {
-            name: "x".into(),
-            args: String::new(),
-        },
+        event: Event::Other { name: "x".into(), args: String::new() },
     };
     // "café" is 5 bytes, so 11 spaces of padding reach 16 bytes.
-    assert_eq!(
-        format(&l),
-        "           café-5       [000] .....     0.001000: x: \n"
-    );
+    assert_eq!(format(&l), "           café-5       [000] .....     0.001000: x: \n");
     assert_round_trip(&l);
 }
 
@@ -158,40 +138,19 @@ fn every_sched_event_shape() {
     let cases = [
         (
             "sched_migrate_task: comm=bash pid=7965 prio=120 orig_cpu=1 dest_cpu=0",
-            Event::MigrateTask {
-                comm: "bash".into(),
-                pid: 7965,
-                prio: 120,
-                orig_cpu: 1,
-                dest_cpu: 0,
-            },
+            Event::MigrateTask { comm: "bash".into(), pid: 7965, prio: 120, orig_cpu: 1, dest_cpu: 0 },
         ),
         (
             "sched_process_exit: comm=a pid=3 prio=120",
-            Event::ProcessExit {
-                comm: "a".into(),
-                pid: 3,
-                prio: 120,
-                group_dead: None,
-            },
+            Event::ProcessExit { comm: "a".into(), pid: 3, prio: 120, group_dead: None },
         ),
         (
             "sched_process_exit: comm=a pid=3 prio=120 group_dead=false",
-            Event::ProcessExit {
-                comm: "a".into(),
-                pid: 3,
-                prio: 120,
-                group_dead: Some(false),
-            },
+            Event::ProcessExit { comm: "a".into(), pid: 3, prio: 120, group_dead: Some(false) },
         ),
         (
             "sched_waking: comm=rt pid=4 prio=0 target_cpu=012",
-            Event::Waking {
-                comm: "rt".into(),
-                pid: 4,
-                prio: 0,
-                target_cpu: 12,
-            },
+            Event::Waking { comm: "rt".into(), pid: 4, prio: 0, target_cpu: 12 },
         ),
         (
             "sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S|D ==> next_comm= next_pid=2 next_prio=-1",
@@ -216,50 +175,26 @@ fn every_sched_event_shape() {
 
 #[test]
 fn old_wakeup_success_field_is_accepted() {
-    let l = parse_one(
-        "  bash-1 [000] d..2 100.000000: sched_wakeup: comm=a pid=2 prio=120 success=1 target_cpu=001",
-    );
-    assert!(matches!(
-        l.event,
-        Event::Wakeup {
-            pid: 2,
-            target_cpu: 1,
-            ..
-        }
-    ));
+    let l = parse_one("  bash-1 [000] d..2 100.000000: sched_wakeup: comm=a pid=2 prio=120 success=1 target_cpu=001");
+    assert!(matches!(l.event, Event::Wakeup { pid: 2, target_cpu: 1, .. }));
     assert_round_trip(&l);
 }
 
 #[test]
 fn other_events_keep_raw_args() {
-    let l = parse_one(
-        "  bash-1  [000] d..2. 100.000000: sched_stat_runtime: comm=bash pid=1 runtime=5 [ns]",
-    );
-    assert_eq!(
-        l.event,
-        Event::Other {
-            name: "sched_stat_runtime".into(),
-            args: "comm=bash pid=1 runtime=5 [ns]".into(),
-        }
-    );
+    let l = parse_one("  bash-1  [000] d..2. 100.000000: sched_stat_runtime: comm=bash pid=1 runtime=5 [ns]");
+    assert_eq!(l.event, Event::Other { name: "sched_stat_runtime".into(), args: "comm=bash pid=1 runtime=5 [ns]".into() });
     assert_eq!(l.event.name(), "sched_stat_runtime");
     assert_round_trip(&l);
 
     let l = parse_one("  bash-1  [000] ..... 100.000000: tracing_mark_write: a: b  c ");
-    assert_eq!(
-        l.event,
-        Event::Other {
-            name: "tracing_mark_write".into(),
-            args: "a: b  c ".into(),
-        }
-    );
+    assert_eq!(l.event, Event::Other { name: "tracing_mark_write".into(), args: "a: b  c ".into() });
     assert_round_trip(&l);
 }
 
 #[test]
 fn irq_info_off_and_timestamp_precision() {
-    let l =
-        parse_one("  bash-1  [000]  12.000001: sched_wakeup: comm=a pid=2 prio=120 target_cpu=000");
+    let l = parse_one("  bash-1  [000]  12.000001: sched_wakeup: comm=a pid=2 prio=120 target_cpu=000");
     assert_eq!(l.flags, "");
     assert_eq!(l.ts_ns, 12_000_001_000);
     assert_round_trip(&l);
@@ -345,21 +280,12 @@ fn malformed_lines_report_the_reason() {
 
 #[test]
 fn parse_trace_error_names_the_line() {
-    let text =
-        "# tracer: nop\n\n  bash-1 [000] ..... 1.000000: x: y\n  bash-1 [000] ..... 1.0x: x: y\n";
+    let text = "# tracer: nop\n\n  bash-1 [000] ..... 1.000000: x: y\n  bash-1 [000] ..... 1.0x: x: y\n";
     let e = parse_trace(text).unwrap_err();
     assert_eq!(e.line_no, 4);
-    assert_eq!(
-        e.to_string(),
-        "trace line 4: bad timestamp: '  bash-1 [000] ..... 1.0x: x: y'"
-    );
+    assert_eq!(e.to_string(), "trace line 4: bad timestamp: '  bash-1 [000] ..... 1.0x: x: y'");
     // CRLF line endings are accepted.
-    assert_eq!(
-        parse_trace("  bash-1 [000] ..... 1.000000: x: y\r\n")
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(parse_trace("  bash-1 [000] ..... 1.000000: x: y\r\n").unwrap().len(), 1);
 }
 
 /// Tiny deterministic generator so the no-panic test needs no dependencies.
@@ -367,10 +293,7 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         (self.0 >> 33) as usize
     }
 }
@@ -387,9 +310,7 @@ fn garbage_never_panics() {
         "            bash-7962    (   7962) [001] .....  1834.202128: sched_process_fork: comm=bash pid=7962 child_comm=bash child_pid=8009",
         "           café-5       [000] .....     0.001000: x: é",
     ];
-    let alphabet: Vec<char> = " -[]()::.=0123456789abdSR+<>|#\té\u{1F600}_\r\n"
-        .chars()
-        .collect();
+    let alphabet: Vec<char> = " -[]()::.=0123456789abdSR+<>|#\té\u{1F600}_\r\n".chars().collect();
     let mut rng = Lcg(42);
     let mut tried = 0;
     for s in samples {
@@ -426,9 +347,7 @@ fn garbage_never_panics() {
     }
     for _ in 0..5000 {
         let len = rng.next() % 60;
-        let g: String = (0..len)
-            .map(|_| alphabet[rng.next() % alphabet.len()])
-            .collect();
+        let g: String = (0..len).map(|_| alphabet[rng.next() % alphabet.len()]).collect();
         let _ = parse_line(&g);
         let _ = parse_trace(&g);
         tried += 1;

@@ -11,10 +11,8 @@ use schedlab_core::RunResult;
 pub use hackbench::Hackbench;
 
 /// Workloads this build knows, for help and errors.
-pub const WORKLOADS: &[(&str, &str)] = &[(
-    "hackbench",
-    "hackbench groups=G loops=L ipc=socket|pipe mode=process|thread [fds=20] [datasize=100]",
-)];
+pub const WORKLOADS: &[(&str, &str)] =
+    &[("hackbench", "hackbench groups=G loops=L ipc=socket|pipe mode=process|thread [fds=20] [datasize=100]")];
 
 /// A parsed workload spec.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,12 +13,15 @@ impl Params {
     /// Splits `spec` into the workload name and its pairs.
     pub fn parse(spec: &str) -> Result<(String, Params), SpecError> {
         let mut words = spec.split_whitespace();
-        let name = words.next().ok_or_else(|| SpecError::new("workload", spec, "NAME key=value ..., e.g. 'hackbench groups=1 loops=100000'"))?;
+        let name = words
+            .next()
+            .ok_or_else(|| SpecError::new("workload", spec, "NAME key=value ..., e.g. 'hackbench groups=1 loops=100000'"))?;
         let mut pairs = Vec::new();
         for w in words {
-            let (k, v) = w.split_once('=').filter(|(k, v)| !k.is_empty() && !v.is_empty()).ok_or_else(|| {
-                SpecError::new(format!("workload {name} parameter"), w, "key=value")
-            })?;
+            let (k, v) = w
+                .split_once('=')
+                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+                .ok_or_else(|| SpecError::new(format!("workload {name} parameter"), w, "key=value"))?;
             if pairs.iter().any(|(pk, _, _): &(String, String, bool)| pk == k) {
                 return Err(SpecError::new(format!("workload {name} parameter"), w, "each key at most once"));
             }
@@ -49,14 +52,20 @@ impl Params {
         match self.take(key) {
             None => Ok(default.to_string()),
             Some(v) if choices.contains(&v.as_str()) => Ok(v),
-            Some(v) => Err(SpecError::new(format!("workload {} {key}", self.workload), v, format!("one of {}", choices.join(", ")))),
+            Some(v) => {
+                Err(SpecError::new(format!("workload {} {key}", self.workload), v, format!("one of {}", choices.join(", "))))
+            }
         }
     }
 
     /// Fails on any key nobody asked for.
     pub fn finish(self, known: &str) -> Result<(), SpecError> {
         match self.pairs.into_iter().find(|(_, _, used)| !used) {
-            Some((k, v, _)) => Err(SpecError::new(format!("workload {} parameter", self.workload), format!("{k}={v}"), format!("one of the keys {known}"))),
+            Some((k, v, _)) => Err(SpecError::new(
+                format!("workload {} parameter", self.workload),
+                format!("{k}={v}"),
+                format!("one of the keys {known}"),
+            )),
             None => Ok(()),
         }
     }

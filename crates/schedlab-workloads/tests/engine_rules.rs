@@ -8,7 +8,8 @@ use schedlab_core::{Engine, RunConfig, Topology, MARK_END, MARK_START};
 fn run_script(topo: &str, ops: Vec<Op>) -> schedlab_core::RunResult {
     let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
     let cfg = RunConfig { seed: 7, check: true, ..RunConfig::default() };
-    let r = Engine::new(Topology::parse(topo).unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops))).run();
+    let r = Engine::new(Topology::parse(topo).unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)))
+        .run();
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
     r
 }
@@ -17,7 +18,8 @@ fn run_script(topo: &str, ops: Vec<Op>) -> schedlab_core::RunResult {
 fn one_task_compute_timeline() {
     // Start: placement scans one CPU (10), the idle CPU wakes (idle exit 2000),
     // context switch 1000, mark, compute 1 ms, mark, exit (syscall 100 + exit 10000).
-    let r = run_script("1x1x1x1", vec![Op::Mark { label: MARK_START }, Op::Compute { ns: 1_000_000 }, Op::Mark { label: MARK_END }]);
+    let r =
+        run_script("1x1x1x1", vec![Op::Mark { label: MARK_START }, Op::Compute { ns: 1_000_000 }, Op::Mark { label: MARK_END }]);
     assert_eq!(r.marks, vec![(MARK_START, 3010), (MARK_END, 1_003_010)]);
     assert_eq!(r.elapsed_ns(), 1_000_000);
     assert_eq!(r.end_ns, 1_003_010 + 100 + 10_000);
@@ -31,7 +33,8 @@ fn sleep_blocks_and_timer_wakes() {
     // Sleep 5 ms: syscall 100, block, go idle. The timer fires on the sleeper's CPU
     // 5 ms after the syscall: it pays the wakeup (200) and the placement scan (10),
     // the CPU exits idle (2000) and switches (1000); the retry costs nothing.
-    let r = run_script("1x1x1x1", vec![Op::Mark { label: MARK_START }, Op::Sleep { ns: 5_000_000 }, Op::Mark { label: MARK_END }]);
+    let r =
+        run_script("1x1x1x1", vec![Op::Mark { label: MARK_START }, Op::Sleep { ns: 5_000_000 }, Op::Mark { label: MARK_END }]);
     assert_eq!(r.elapsed_ns(), 100 + 5_000_000 + 2000 + 200 + 10 + 1000);
     let t = r.total();
     assert_eq!(t.ttwu_count, 1);
