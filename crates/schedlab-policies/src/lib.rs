@@ -1,13 +1,17 @@
 //! schedlab-policies: scheduling policies behind `SchedClass`, one folder per
 //! scheduler, named `family@version` with `+FEATURE` switches.
 
+pub mod cfs;
 pub mod fifo;
 
 use schedlab_core::error::SpecError;
 use schedlab_core::sched::SchedClass;
 
 /// Policies this build knows, for help texts and errors.
-pub const POLICIES: &[(&str, &str)] = &[("fifo", "one global FIFO queue: the ideal work-conserving reference")];
+pub const POLICIES: &[(&str, &str)] = &[
+    ("fifo", "one global FIFO queue: the ideal work-conserving reference"),
+    ("cfs@4.19", "Linux CFS as of v4.19; features: +STEAL (Sistare 2018), +NO_<feature> for features.h switches"),
+];
 
 /// Builds a policy from its name (`fifo`, later `cfs@4.19+STEAL` …) and `--sysctl`s.
 pub fn policy_by_name(name: &str, sysctls: &[(String, String)]) -> Result<Box<dyn SchedClass>, SpecError> {
@@ -23,6 +27,7 @@ pub fn policy_by_name(name: &str, sysctls: &[(String, String)]) -> Result<Box<dy
             }
             Ok(Box::new(fifo::GlobalFifo::new(sysctls)?))
         }
+        b if b.starts_with("cfs@") => Ok(Box::new(cfs::Cfs::new(&b[4..], features, sysctls)?)),
         _ => Err(SpecError::new("policy", name, format!("one of: {known}"))),
     }
 }

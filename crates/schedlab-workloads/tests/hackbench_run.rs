@@ -76,3 +76,17 @@ proptest! {
         prop_assert!(r.wasted_ns <= r.elapsed_ns() * r.ncpus as u64 - t.busy_ns.min(r.elapsed_ns() * r.ncpus as u64));
     }
 }
+
+#[test]
+fn cfs_runs_hackbench_cleanly() {
+    for policy in ["cfs@4.19", "cfs@4.19+STEAL"] {
+        for preset in ["x6-2-20", "kvm-4", "2x1x22x2", "ryzen-1700"] {
+            for ipc in ["socket", "pipe"] {
+                let w = format!("hackbench groups=2 loops=30 ipc={ipc}");
+                let r = common::run(preset, policy, &w, 2);
+                assert!(r.violations.is_empty(), "{policy} {preset} {w}: {:#?}", r.violations);
+                assert!(!r.timed_out);
+            }
+        }
+    }
+}

@@ -1,0 +1,667 @@
+//! Load balancing (fair.c, v4.19): newly-idle `idle_balance()`, the periodic
+//! `rebalance_domains()` from the tick, NOHZ idle balancing on behalf of tickless
+//! CPUs, the pre-rework `load_balance()` (`find_busiest_group`,
+//! `calculate_imbalance`, `fix_small_imbalance`, `find_busiest_queue`,
+//! `detach_tasks` with `can_migrate_task`/`task_hot`, active balance), and the
+//! steal series' `try_steal()` (Sistare, 2018, v4 on 4.20-rc1).
+//!
+//! Balancing work is charged to the balancing CPU as scheduler time; searches
+//! for idle CPUs and for tasks to steal as find time, as the seed's `%find` counts.
+
+use schedlab_core::cpuset::CpuSet;
+use schedlab_core::sched::{Charge, System};
+use schedlab_core::task::TaskId;
+
+use super::domains::{SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY};
+use super::fair::{Cfs, SCHED_STEAL_COST_NS};
+
+/// `enum cpu_idle_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleType {
+    Idle,
+    NotIdle,
+    NewlyIdle,
+}
+
+/// `enum group_type` (v4.19): the order is the pull priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupType {
+    Other,
+    Imbalanced,
+    Overloaded,
+}
+
+/// `struct sg_lb_stats`.
+#[derive(Clone, Debug)]
+struct SgStats {
+    span: CpuSet,
+    avg_load: u64,
+    group_load: u64,
+    sum_weighted_load: u64,
+    load_per_task: u64,
+    group_capacity: u64,
+    group_util: u64,
+    sum_nr_running: u64,
+    idle_cpus: u64,
+    group_weight: u64,
+    group_type: GroupType,
+    group_no_capacity: bool,
+}
+
+/// `MAX_PINNED_INTERVAL`, ms.
+const MAX_PINNED_INTERVAL_MS: u64 = 512;
+
+impl Cfs {
+    fn balance_cost(sys: &mut System, cpu: usize, cpus: u64, locks: u64, tasks: u64) {
+        let c = &sys.cost.sched_ops;
+        let ns = cpus * c.per_cpu_scanned_ns + locks * c.per_rq_lock_ns + tasks * c.per_task_examined_ns;
+        sys.charge(cpu, Charge::Sched, ns);
+    }
+
+    /// `group_has_capacity()` (v4.19 L7758).
+    fn group_has_capacity(pct: u64, s: &SgStats) -> bool {
+        s.sum_nr_running < s.group_weight || s.group_capacity * 100 > s.group_util * pct
+    }
+
+    /// `group_is_overloaded()` (v4.19 L7779).
+    fn group_is_overloaded(pct: u64, s: &SgStats) -> bool {
+        s.sum_nr_running > s.group_weight && s.group_capacity * 100 < s.group_util * pct
+    }
+
+    /// `update_sg_lb_stats()` (v4.19 L7840).
+    fn sg_stats(
+        &self,
+        sys: &System,
+        span: &CpuSet,
+        capacity: u64,
+        local: bool,
+        load_idx: u32,
+        pct: u64,
+        overload: &mut bool,
+    ) -> SgStats {
+        let mut s = SgStats {
+            span: span.clone(),
+            avg_load: 0,
+            group_load: 0,
+            sum_weighted_load: 0,
+            load_per_task: 0,
+            group_capacity: capacity.max(1),
+            group_util: 0,
+            sum_nr_running: 0,
+            idle_cpus: 0,
+            group_weight: span.count() as u64,
+            group_type: GroupType::Other,
+            group_no_capacity: false,
+        };
+        for i in span.iter() {
+            s.group_load += if local { self.target_load(i, load_idx) } else { self.source_load(i, load_idx) };
+            s.group_util += self.cpu_util(i);
+            let nr = self.rq[i].cfs.nr_running as u64;
+            s.sum_nr_running += nr;
+            if nr > 1 {
+                *overload = true;
+            }
+            s.sum_weighted_load += self.weighted_cpuload(i);
+            if self.idle_cpu(sys, i) {
+                s.idle_cpus += 1;
+            }
+        }
+        s.avg_load = s.group_load * 1024 / s.group_capacity;
+        if s.sum_nr_running > 0 {
+            s.load_per_task = s.sum_weighted_load / s.sum_nr_running;
+        }
+        s.group_no_capacity = Self::group_is_overloaded(pct, &s);
+        s.group_type = if s.group_no_capacity { GroupType::Overloaded } else { GroupType::Other };
+        s
+    }
+
+    /// `load_balance()` (v4.19 L8535) of `sd_idx` for `this_cpu`. Returns the number
+    /// of tasks pulled and whether higher levels should still balance.
+    pub fn load_balance(
+        &mut self,
+        sys: &mut System,
+        this_cpu: usize,
+        sd_idx: usize,
+        idle: IdleType,
+        charge_cpu: usize,
+    ) -> (usize, bool) {
+        let sd = &self.doms[this_cpu].domains[sd_idx];
+        let pct = sd.imbalance_pct as u64;
+        let load_idx = match idle {
+            IdleType::NotIdle => sd.busy_idx,
+            IdleType::Idle => sd.idle_idx,
+            IdleType::NewlyIdle => sd.newidle_idx,
+        };
+        let groups: Vec<(CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
+        let prefer_sibling = sd_idx > 0 && self.doms[this_cpu].domains[sd_idx - 1].flags & SD_PREFER_SIBLING != 0;
+        let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
+        // should_we_balance() (v4.19 L8493): newly idle always; otherwise the first
+        // idle CPU of the local group, or its first CPU if none is idle.
+        if idle != IdleType::NewlyIdle {
+            let local = &groups[0].0;
+            let balance_cpu =
+                local.iter().find(|&c| self.idle_cpu(sys, c)).unwrap_or_else(|| local.iter().next().expect("group"));
+            if balance_cpu != this_cpu {
+                self.out_balanced(this_cpu, sd_idx);
+                return (0, false);
+            }
+        }
+        // update_sd_lb_stats() (v4.19 L8143).
+        let mut overload = false;
+        let mut local: Option<SgStats> = None;
+        let mut busiest: Option<SgStats> = None;
+        let (mut total_load, mut total_capacity) = (0u64, 0u64);
+        let mut scanned = 0u64;
+        for (i, (span, capacity)) in groups.iter().enumerate() {
+            scanned += span.count() as u64;
+            let mut s = self.sg_stats(sys, span, *capacity, i == 0, load_idx, pct, &mut overload);
+            total_load += s.group_load;
+            total_capacity += s.group_capacity;
+            if i == 0 {
+                local = Some(s);
+                continue;
+            }
+            if prefer_sibling {
+                if let Some(l) = &local {
+                    if Self::group_has_capacity(pct, l) && s.sum_nr_running > l.sum_nr_running + 1 {
+                        s.group_no_capacity = true;
+                        s.group_type = GroupType::Overloaded;
+                    }
+                }
+            }
+            // update_sd_pick_busiest() (v4.19 L7908).
+            let pick = match &busiest {
+                None => true,
+                Some(b) => s.group_type > b.group_type || (s.group_type == b.group_type && s.avg_load > b.avg_load),
+            };
+            if pick {
+                busiest = Some(s);
+            }
+        }
+        Self::balance_cost(sys, charge_cpu, scanned, 0, 0);
+        if is_root {
+            self.rd_overload = overload;
+        }
+        let local = local.expect("local group");
+        // find_busiest_group() (v4.19 L8292).
+        let Some(mut busiest) = busiest.filter(|b| b.sum_nr_running > 0) else {
+            self.out_balanced(this_cpu, sd_idx);
+            return (0, true);
+        };
+        let sds_avg = 1024 * total_load / total_capacity.max(1);
+        let force = busiest.group_type == GroupType::Imbalanced
+            || (idle != IdleType::NotIdle && Self::group_has_capacity(pct, &local) && busiest.group_no_capacity);
+        if !force {
+            let balanced = local.avg_load >= busiest.avg_load
+                || local.avg_load >= sds_avg
+                || match idle {
+                    IdleType::Idle => busiest.group_type != GroupType::Overloaded && local.idle_cpus <= busiest.idle_cpus + 1,
+                    _ => 100 * busiest.avg_load <= pct * local.avg_load,
+                };
+            if balanced {
+                self.out_balanced(this_cpu, sd_idx);
+                return (0, true);
+            }
+        }
+        let imbalance = Self::calculate_imbalance(&mut busiest, &local, sds_avg, this_cpu, self);
+        // find_busiest_queue() (v4.19 L8383).
+        let mut src: Option<usize> = None;
+        let (mut busiest_load, mut busiest_capacity) = (0u64, 1u64);
+        for i in busiest.span.iter() {
+            let capacity = self.rq[i].cpu_capacity;
+            let wl = self.weighted_cpuload(i);
+            if self.rq[i].cfs.nr_running == 1 && wl > imbalance {
+                continue;
+            }
+            if wl as u128 * busiest_capacity as u128 > busiest_load as u128 * capacity as u128 {
+                busiest_load = wl;
+                busiest_capacity = capacity;
+                src = Some(i);
+            }
+        }
+        let Some(src) = src else {
+            self.out_balanced(this_cpu, sd_idx);
+            return (0, true);
+        };
+        let mut moved = 0;
+        let mut all_pinned = true;
+        if self.rq[src].cfs.nr_running > 1 {
+            Self::balance_cost(sys, charge_cpu, 0, 2, 0);
+            let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.nr_running);
+            let (n, pinned) = self.detach_tasks(sys, src, this_cpu, sd_idx, idle, imbalance as i64, loop_max, charge_cpu);
+            moved = n;
+            all_pinned = pinned;
+        }
+        let sd = &mut self.doms[this_cpu].domains[sd_idx];
+        let mut active = false;
+        if moved == 0 {
+            if idle != IdleType::NewlyIdle {
+                sd.nr_balance_failed += 1;
+            }
+            // need_active_balance() (v4.19 L8473): after repeated failures push the
+            // busiest CPU's running task here.
+            if sd.nr_balance_failed > sd.cache_nice_tries + 2 {
+                if let Some(curr) = sys.curr(src) {
+                    if sys.tasks[curr].can_run_on(this_cpu) && self.rq[src].active_balance_to.is_none() {
+                        self.rq[src].active_balance_to = Some(this_cpu);
+                        sys.resched_cpu(src, charge_cpu);
+                        active = true;
+                    }
+                }
+                let sd = &mut self.doms[this_cpu].domains[sd_idx];
+                sd.nr_balance_failed = sd.cache_nice_tries + 1;
+            }
+        } else {
+            sd.nr_balance_failed = 0;
+        }
+        let sd = &mut self.doms[this_cpu].domains[sd_idx];
+        if moved == 0 && all_pinned && sd.balance_interval_ms < MAX_PINNED_INTERVAL_MS {
+            sd.balance_interval_ms *= 2;
+        } else if !active {
+            sd.balance_interval_ms = sd.min_interval_ms;
+        } else if sd.balance_interval_ms < sd.max_interval_ms {
+            sd.balance_interval_ms *= 2;
+        }
+        (moved, true)
+    }
+
+    /// The `out_balanced` tail of `load_balance()`: back off the interval.
+    fn out_balanced(&mut self, this_cpu: usize, sd_idx: usize) {
+        let sd = &mut self.doms[this_cpu].domains[sd_idx];
+        sd.nr_balance_failed = 0;
+        if sd.balance_interval_ms < sd.max_interval_ms {
+            sd.balance_interval_ms *= 2;
+        }
+    }
+
+    /// `calculate_imbalance()` (v4.19 L8211) with `fix_small_imbalance()` (L8132).
+    fn calculate_imbalance(busiest: &mut SgStats, local: &SgStats, sds_avg: u64, this_cpu: usize, cfs: &Cfs) -> u64 {
+        if busiest.group_type == GroupType::Imbalanced {
+            busiest.load_per_task = busiest.load_per_task.min(sds_avg);
+        }
+        if busiest.avg_load <= sds_avg || local.avg_load >= sds_avg {
+            return Self::fix_small_imbalance(busiest, local, this_cpu, cfs);
+        }
+        let mut load_above_capacity = u64::MAX;
+        if busiest.group_type == GroupType::Overloaded && local.group_type == GroupType::Overloaded {
+            let l = busiest.sum_nr_running * 1024;
+            if l > busiest.group_capacity {
+                load_above_capacity = (l - busiest.group_capacity) * 1024 / busiest.group_capacity;
+            }
+        }
+        let max_pull = (busiest.avg_load - sds_avg).min(load_above_capacity);
+        let imbalance = ((max_pull as u128 * busiest.group_capacity as u128)
+            .min((sds_avg - local.avg_load) as u128 * local.group_capacity as u128)
+            / 1024) as u64;
+        if imbalance < busiest.load_per_task {
+            return Self::fix_small_imbalance(busiest, local, this_cpu, cfs);
+        }
+        imbalance
+    }
+
+    /// `fix_small_imbalance()` (v4.19 L8132): move one task if that helps.
+    fn fix_small_imbalance(busiest: &SgStats, local: &SgStats, this_cpu: usize, cfs: &Cfs) -> u64 {
+        let mut local_lpt = local.load_per_task;
+        let mut imbn = 2;
+        if local.sum_nr_running == 0 {
+            let nr = cfs.rq[this_cpu].cfs.nr_running as u64;
+            local_lpt = if nr > 0 { cfs.weighted_cpuload(this_cpu) / nr } else { 0 };
+        } else if busiest.load_per_task > local_lpt {
+            imbn = 1;
+        }
+        let scaled_busy_lpt = busiest.load_per_task * 1024 / busiest.group_capacity;
+        if busiest.avg_load + scaled_busy_lpt >= local.avg_load + scaled_busy_lpt * imbn {
+            return busiest.load_per_task;
+        }
+        let mut capa_now = busiest.group_capacity * busiest.load_per_task.min(busiest.avg_load);
+        capa_now += local.group_capacity * local_lpt.min(local.avg_load);
+        capa_now /= 1024;
+        let mut capa_move = 0;
+        if busiest.avg_load > scaled_busy_lpt {
+            capa_move += busiest.group_capacity * busiest.load_per_task.min(busiest.avg_load - scaled_busy_lpt);
+        }
+        let tmp = if busiest.avg_load * busiest.group_capacity < busiest.load_per_task * 1024 {
+            busiest.avg_load * busiest.group_capacity / local.group_capacity
+        } else {
+            busiest.load_per_task * 1024 / local.group_capacity
+        };
+        capa_move += local.group_capacity * local_lpt.min(local.avg_load + tmp);
+        capa_move /= 1024;
+        if capa_move > capa_now {
+            busiest.load_per_task
+        } else {
+            0
+        }
+    }
+
+    /// `task_hot()` (v4.19 L7050).
+    fn task_hot(&self, sys: &System, p: TaskId, src: usize, dst: usize, sd_flags: u32) -> bool {
+        if sd_flags & SD_SHARE_CPUCAPACITY != 0 {
+            return false;
+        }
+        let cfs = &self.rq[src].cfs;
+        if self.feat.cache_hot_buddy && self.rq[dst].cfs.nr_running > 0 && (cfs.next == Some(p) || cfs.last == Some(p)) {
+            return true;
+        }
+        let mc = self.sysctl.migration_cost_ns;
+        if mc == 0 {
+            return false;
+        }
+        sys.now_ns.saturating_sub(self.se[p].exec_start_ns) < mc
+    }
+
+    /// `detach_tasks()` (v4.19 L7178) + `attach_tasks()`: from the least recently run
+    /// end of `src`'s task list. Returns (moved, all pinned).
+    #[allow(clippy::too_many_arguments)]
+    fn detach_tasks(
+        &mut self,
+        sys: &mut System,
+        src: usize,
+        dst: usize,
+        sd_idx: usize,
+        idle: IdleType,
+        mut imbalance: i64,
+        loop_max: usize,
+        charge_cpu: usize,
+    ) -> (usize, bool) {
+        if imbalance <= 0 {
+            return (0, true);
+        }
+        let sd = &self.doms[dst].domains[sd_idx];
+        let (nr_failed, cache_nice_tries, sd_flags) = (sd.nr_balance_failed, sd.cache_nice_tries, sd.flags);
+        let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().collect();
+        let mut moved = 0;
+        let mut all_pinned = true;
+        let mut examined = 0;
+        for p in candidates {
+            if idle != IdleType::NotIdle && self.rq[src].cfs.nr_running <= 1 {
+                break;
+            }
+            examined += 1;
+            if examined > loop_max {
+                break;
+            }
+            // can_migrate_task() (v4.19 L7104).
+            if !sys.tasks[p].can_run_on(dst) {
+                continue;
+            }
+            all_pinned = false;
+            if sys.curr(src) == Some(p) {
+                continue;
+            }
+            let hot = self.task_hot(sys, p, src, dst, sd_flags);
+            if hot && nr_failed <= cache_nice_tries {
+                continue;
+            }
+            let load = self.se[p].avg.load_avg as i64;
+            if load / 2 > imbalance {
+                continue;
+            }
+            self.move_task(sys, p, src, dst, charge_cpu);
+            moved += 1;
+            imbalance -= load;
+            if imbalance <= 0 {
+                break;
+            }
+        }
+        Self::balance_cost(sys, charge_cpu, 0, 0, examined as u64);
+        (moved, all_pinned)
+    }
+
+    /// `idle_balance()` (v4.19 L9470): skipped unless this CPU expects to idle at
+    /// least `sched_migration_cost` and some CPU is overloaded; each level only if
+    /// the expected idle time covers what balancing cost so far.
+    pub fn idle_balance(&mut self, sys: &mut System, cpu: usize) -> usize {
+        let jiffies = self.jiffies(sys.now_ns);
+        let mut next_balance = jiffies + 1_000_000_000 / self.tick_ns;
+        let avg_idle = self.rq[cpu].avg_idle_ns;
+        let mut pulled = 0;
+        if avg_idle < self.sysctl.migration_cost_ns || !self.rd_overload {
+            for d in &self.doms[cpu].domains {
+                next_balance = next_balance.min(
+                    d.last_balance_jiffies
+                        + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
+                );
+            }
+        } else {
+            let mut curr_cost = 0u64;
+            for i in 0..self.doms[cpu].domains.len() {
+                let d = &self.doms[cpu].domains[i];
+                if d.flags & SD_LOAD_BALANCE == 0 {
+                    continue;
+                }
+                if avg_idle < curr_cost + d.max_newidle_lb_cost_ns {
+                    next_balance = next_balance.min(
+                        d.last_balance_jiffies
+                            + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
+                    );
+                    break;
+                }
+                if d.flags & SD_BALANCE_NEWIDLE != 0 {
+                    let before = sys.stats[cpu].sched_ns;
+                    let (n, _) = self.load_balance(sys, cpu, i, IdleType::NewlyIdle, cpu);
+                    pulled += n;
+                    let cost = sys.stats[cpu].sched_ns - before;
+                    let d = &mut self.doms[cpu].domains[i];
+                    d.max_newidle_lb_cost_ns = d.max_newidle_lb_cost_ns.max(cost);
+                    curr_cost += cost;
+                }
+                let d = &self.doms[cpu].domains[i];
+                next_balance = next_balance.min(
+                    d.last_balance_jiffies
+                        + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
+                );
+                if pulled > 0 || self.rq[cpu].cfs.nr_running > 0 {
+                    break;
+                }
+            }
+            let rq = &mut self.rq[cpu];
+            rq.max_idle_balance_cost_ns = rq.max_idle_balance_cost_ns.max(curr_cost);
+        }
+        if self.rq[cpu].next_balance > next_balance {
+            self.rq[cpu].next_balance = next_balance;
+        }
+        pulled.max(self.rq[cpu].cfs.nr_running)
+    }
+
+    /// `get_sd_balance_interval()` (v4.19 L8800), in jiffies.
+    fn balance_interval_jiffies(&self, balance_interval_ms: u64, busy_factor: u32, busy: bool, ncpus: usize) -> u64 {
+        let mut ms = balance_interval_ms;
+        if busy {
+            ms *= busy_factor as u64;
+        }
+        let hz = 1_000_000_000 / self.tick_ns;
+        let j = (ms * hz).div_ceil(1000);
+        // max_load_balance_interval = HZ × online CPUs / 10.
+        j.clamp(1, (hz * ncpus as u64 / 10).max(1))
+    }
+
+    /// `rebalance_domains()` (v4.19 L8935) for `cpu`, run on `charge_cpu`.
+    pub fn rebalance_domains(&mut self, sys: &mut System, cpu: usize, mut idle: IdleType, charge_cpu: usize) {
+        let jiffies = self.jiffies(sys.now_ns);
+        let hz = 1_000_000_000 / self.tick_ns;
+        let mut next_balance = jiffies + 60 * hz;
+        let mut update_next = false;
+        let mut need_decay = false;
+        let mut max_cost = 0;
+        let mut continue_balancing = true;
+        for i in 0..self.doms[cpu].domains.len() {
+            let d = &mut self.doms[cpu].domains[i];
+            if jiffies > d.next_decay_max_lb_cost_jiffies {
+                d.max_newidle_lb_cost_ns = d.max_newidle_lb_cost_ns * 253 / 256;
+                d.next_decay_max_lb_cost_jiffies = jiffies + hz;
+                need_decay = true;
+            }
+            max_cost += d.max_newidle_lb_cost_ns;
+            if d.flags & SD_LOAD_BALANCE == 0 {
+                continue;
+            }
+            if !continue_balancing {
+                if need_decay {
+                    continue;
+                }
+                break;
+            }
+            let (bi, bf) = (d.balance_interval_ms, d.busy_factor);
+            let mut interval = self.balance_interval_jiffies(bi, bf, idle != IdleType::Idle, sys.ncpus());
+            if jiffies >= self.doms[cpu].domains[i].last_balance_jiffies + interval {
+                let (moved, cont) = self.load_balance(sys, cpu, i, idle, charge_cpu);
+                continue_balancing = cont;
+                if moved > 0 {
+                    idle = if self.idle_cpu(sys, cpu) && self.rq[cpu].cfs.nr_running == 0 {
+                        IdleType::Idle
+                    } else {
+                        IdleType::NotIdle
+                    };
+                }
+                let d = &mut self.doms[cpu].domains[i];
+                d.last_balance_jiffies = jiffies;
+                let (bi, bf) = (d.balance_interval_ms, d.busy_factor);
+                interval = self.balance_interval_jiffies(bi, bf, idle != IdleType::Idle, sys.ncpus());
+            }
+            let last = self.doms[cpu].domains[i].last_balance_jiffies;
+            if next_balance > last + interval {
+                next_balance = last + interval;
+                update_next = true;
+            }
+        }
+        if need_decay {
+            self.rq[cpu].max_idle_balance_cost_ns = self.sysctl.migration_cost_ns.max(max_cost);
+        }
+        if update_next {
+            self.rq[cpu].next_balance = next_balance;
+        }
+        if idle == IdleType::Idle && self.nohz_next_balance > self.rq[cpu].next_balance {
+            self.nohz_next_balance = self.rq[cpu].next_balance;
+        }
+    }
+
+    /// `trigger_load_balance()` (v4.19 L9432) from a busy CPU's tick, then
+    /// `nohz_balancer_kick()` (L9099).
+    pub fn trigger_load_balance_fair(&mut self, sys: &mut System, cpu: usize) {
+        let jiffies = self.jiffies(sys.now_ns);
+        if jiffies >= self.rq[cpu].next_balance {
+            self.rebalance_domains(sys, cpu, IdleType::NotIdle, cpu);
+        }
+        // nohz_balancer_kick(): wake one tickless idle CPU to balance for all of them.
+        if sys.idle_mask().is_empty() || jiffies < self.nohz_next_balance {
+            return;
+        }
+        let mut kick = self.rq[cpu].cfs.nr_running >= 2;
+        if !kick {
+            if let Some(llc) = self.doms[cpu].sd_llc {
+                let span = &self.doms[cpu].domains[llc].span;
+                let busy = span.iter().filter(|&c| !sys.cpu_idle(c)).count();
+                kick = busy > 1;
+            }
+        }
+        if kick {
+            let Some(ilb) = sys.idle_mask().iter().next() else { return };
+            if !self.rq[ilb].nohz_kick {
+                self.rq[ilb].nohz_kick = true;
+                self.nohz_next_balance = jiffies + 1;
+                sys.resched_cpu(ilb, cpu);
+            }
+        }
+    }
+
+    /// `nohz_idle_balance()` (v4.19 L9292): the kicked idle CPU balances every
+    /// tickless CPU whose balance is due, then itself.
+    pub fn nohz_idle_balance(&mut self, sys: &mut System, this_cpu: usize) {
+        let jiffies = self.jiffies(sys.now_ns);
+        let hz = 1_000_000_000 / self.tick_ns;
+        let mut next_balance = jiffies + 60 * hz;
+        let idle: Vec<usize> = sys.idle_mask().iter().filter(|&c| c != this_cpu).collect();
+        for cpu in idle {
+            if self.rq[this_cpu].cfs.nr_running > 0 {
+                return;
+            }
+            Self::balance_cost(sys, this_cpu, 1, 1, 0);
+            if jiffies >= self.rq[cpu].next_balance {
+                self.rebalance_domains(sys, cpu, IdleType::Idle, this_cpu);
+            }
+            next_balance = next_balance.min(self.rq[cpu].next_balance);
+        }
+        self.nohz_next_balance = next_balance;
+        if jiffies >= self.rq[this_cpu].next_balance {
+            self.rebalance_domains(sys, this_cpu, IdleType::Idle, this_cpu);
+        }
+    }
+
+    /// `active_load_balance_cpu_stop()` (v4.19 L8833): the stopper on the busiest
+    /// CPU pushes the task that was running to `dst`.
+    pub fn active_push(&mut self, sys: &mut System, cpu: usize, dst: usize, prev: TaskId) {
+        Self::balance_cost(sys, cpu, 0, 2, 1);
+        if self.se[prev].on_rq && sys.tasks[prev].can_run_on(dst) && self.rq[cpu].cfs.nr_running > 1 {
+            self.move_task(sys, prev, cpu, dst, cpu);
+        }
+    }
+
+    /// `try_steal()` (steal series v4, patch 8): when `idle_balance()` found nothing
+    /// and this CPU expects to idle at least SCHED_STEAL_COST, take the first
+    /// migratable task from an overloaded SMT sibling, else from the LLC's
+    /// overloaded CPUs in wrap order from this one. No cache-hot test.
+    pub fn try_steal(&mut self, sys: &mut System, dst: usize) -> usize {
+        if self.rq[dst].avg_idle_ns < SCHED_STEAL_COST_NS {
+            return 0;
+        }
+        let llc = self.llc_id(dst);
+        if self.overload_cpus[llc].is_empty() {
+            return 0;
+        }
+        let sibs: Vec<usize> = sys.topo.smt_siblings(dst).iter().collect();
+        sys.charge_search(dst, sibs.len() as u64, 0, 0);
+        for src in sibs {
+            if self.overload_cpus[llc].contains(src) && self.steal_from(sys, dst, src) {
+                sys.stats[dst].steals += 1;
+                return 1;
+            }
+        }
+        let n = sys.ncpus();
+        let mut from = dst;
+        let mask = self.overload_cpus[llc].clone();
+        let mut visited = 0;
+        while let Some(src) = mask.next_wrap(from) {
+            visited += 1;
+            sys.charge_search(dst, 1, 0, 0);
+            if self.steal_from(sys, dst, src) {
+                sys.stats[dst].steals += 1;
+                return 1;
+            }
+            from = if src + 1 >= n { 0 } else { src + 1 };
+            if visited >= mask.count() {
+                break;
+            }
+        }
+        sys.stats[dst].steal_fails += 1;
+        0
+    }
+
+    /// `steal_from()`: lock `src`, re-check it is overloaded, move its least
+    /// recently run task that may run on `dst` and is not running.
+    fn steal_from(&mut self, sys: &mut System, dst: usize, src: usize) -> bool {
+        if src == dst || self.rq[src].cfs.nr_running < 2 {
+            return false;
+        }
+        sys.charge_search(dst, 0, 1, 0);
+        let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().collect();
+        let mut examined = 0;
+        let mut found = None;
+        for p in candidates {
+            examined += 1;
+            // can_migrate_task_llc(): allowed on dst and not running.
+            if sys.tasks[p].can_run_on(dst) && sys.curr(src) != Some(p) {
+                found = Some(p);
+                break;
+            }
+        }
+        sys.charge_search(dst, 0, 0, examined);
+        match found {
+            Some(p) => {
+                self.move_task(sys, p, src, dst, dst);
+                true
+            }
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! Linux's fair scheduling class (CFS) as of v4.19: kernel/sched/fair.c,
+//! core.c, topology.c, pelt.c. One file per kernel source area:
+//! `weights` (fixed point), `pelt` (load tracking), `domains` (topology.c),
+//! `fair` (entity timing, runqueues, the class hooks), `select` (wakeup and fork
+//! placement), `balance` (idle and periodic load balancing, NOHZ, and the STEAL
+//! feature), `features` (features.h), `sysctl` (tunables).
+
+pub mod balance;
+pub mod domains;
+pub mod fair;
+pub mod features;
+pub mod pelt;
+pub mod select;
+pub mod sysctl;
+pub mod weights;
+
+pub use fair::Cfs;

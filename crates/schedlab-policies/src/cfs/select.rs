@@ -1,0 +1,477 @@
+//! Wakeup and fork placement (fair.c, v4.19): `select_task_rq_fair()`,
+//! `record_wakee()`/`wake_wide()`, `wake_affine()`, `select_idle_sibling()` with
+//! its idle-core, SIS_PROP-bounded idle-CPU and SMT scans, and the fork slow path
+//! `find_idlest_cpu()` → `find_idlest_group()` → `find_idlest_group_cpu()`.
+//! Every CPU a search looks at is charged to the searching CPU as find time.
+
+use schedlab_core::sched::{SelectReason, System, WakeFlags};
+use schedlab_core::task::TaskId;
+
+use super::domains::{SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_LOAD_BALANCE, SD_NUMA, SD_WAKE_AFFINE};
+use super::fair::Cfs;
+
+impl Cfs {
+    /// `available_idle_cpu()`: idle task running, nothing queued, no wakeup pending.
+    pub fn available_idle_cpu(&self, sys: &System, cpu: usize) -> bool {
+        self.idle_cpu(sys, cpu)
+    }
+
+    /// `cpus_share_cache()`.
+    pub fn cpus_share_cache(&self, a: usize, b: usize) -> bool {
+        self.llc_id(a) == self.llc_id(b)
+    }
+
+    /// `record_wakee()` (v4.19 L5529): the waker counts how often it switches wakee.
+    fn record_wakee(&mut self, waker: TaskId, p: TaskId, jiffies: u64, hz: u64) {
+        let w = &mut self.se[waker];
+        if jiffies > w.wakee_flip_decay_ts + hz {
+            w.wakee_flips >>= 1;
+            w.wakee_flip_decay_ts = jiffies;
+        }
+        if w.last_wakee != Some(p) {
+            w.last_wakee = Some(p);
+            w.wakee_flips += 1;
+        }
+    }
+
+    /// `wake_wide()` (v4.19 L5563): many-to-many wakers should not be pulled together.
+    fn wake_wide(&self, waker: TaskId, p: TaskId, this_cpu: usize) -> bool {
+        let mut master = self.se[waker].wakee_flips;
+        let mut slave = self.se[p].wakee_flips;
+        let factor = self.doms[this_cpu].sd_llc_size as u64;
+        if master < slave {
+            std::mem::swap(&mut master, &mut slave);
+        }
+        !(slave < factor || master < slave * factor)
+    }
+
+    /// `wake_affine_idle()` (v4.19 L5593).
+    fn wake_affine_idle(&self, sys: &System, this_cpu: usize, prev_cpu: usize, sync: bool) -> Option<usize> {
+        if self.available_idle_cpu(sys, this_cpu) && self.cpus_share_cache(this_cpu, prev_cpu) {
+            return Some(if self.available_idle_cpu(sys, prev_cpu) { prev_cpu } else { this_cpu });
+        }
+        if sync && self.rq[this_cpu].cfs.nr_running == 1 {
+            return Some(this_cpu);
+        }
+        None
+    }
+
+    /// `wake_affine_weight()` (v4.19 L5619): pull to the waker if its CPU would
+    /// still be less loaded than the previous one, with half the imbalance_pct bias.
+    fn wake_affine_weight(
+        &self,
+        sd_idx: usize,
+        p: TaskId,
+        waker: Option<TaskId>,
+        this_cpu: usize,
+        prev_cpu: usize,
+        sync: bool,
+    ) -> Option<usize> {
+        let sd = &self.doms[this_cpu].domains[sd_idx];
+        let mut this_eff = self.target_load(this_cpu, sd.wake_idx) as i128;
+        if sync {
+            if let Some(w) = waker {
+                let current_load = self.se[w].avg.load_avg as i128;
+                if current_load > this_eff {
+                    return Some(this_cpu);
+                }
+                this_eff -= current_load;
+            }
+        }
+        let task_load = self.se[p].avg.load_avg as i128;
+        this_eff += task_load;
+        if self.feat.wa_bias {
+            this_eff *= 100;
+        }
+        this_eff *= self.rq[prev_cpu].cpu_capacity as i128;
+        let mut prev_eff = self.source_load(prev_cpu, sd.wake_idx) as i128 - task_load;
+        if self.feat.wa_bias {
+            prev_eff *= 100 + (sd.imbalance_pct as i128 - 100) / 2;
+        }
+        prev_eff *= self.rq[this_cpu].cpu_capacity as i128;
+        if sync {
+            prev_eff += 1;
+        }
+        (this_eff < prev_eff).then_some(this_cpu)
+    }
+
+    /// `wake_affine()` (v4.19 L5655).
+    fn wake_affine(
+        &self,
+        sys: &System,
+        sd_idx: usize,
+        p: TaskId,
+        waker: Option<TaskId>,
+        this_cpu: usize,
+        prev_cpu: usize,
+        sync: bool,
+    ) -> usize {
+        let mut target = None;
+        if self.feat.wa_idle {
+            target = self.wake_affine_idle(sys, this_cpu, prev_cpu, sync);
+        }
+        if self.feat.wa_weight && target.is_none() {
+            target = self.wake_affine_weight(sd_idx, p, waker, this_cpu, prev_cpu, sync);
+        }
+        target.unwrap_or(prev_cpu)
+    }
+
+    /// `select_task_rq_fair()` (v4.19 L6309).
+    pub fn select_task_rq_fair(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, cpu: usize, flags: WakeFlags) -> usize {
+        let fork = flags.reason == SelectReason::Fork;
+        let sd_flag = if fork { SD_BALANCE_FORK } else { SD_BALANCE_WAKE };
+        let waker = sys.curr(cpu);
+        let mut want_affine = false;
+        if !fork {
+            if let Some(w) = waker {
+                let j = self.jiffies(sys.now_ns);
+                let hz = 1_000_000_000 / self.tick_ns;
+                self.record_wakee(w, p, j, hz);
+                want_affine = !self.wake_wide(w, p, cpu) && sys.tasks[p].can_run_on(cpu);
+            } else {
+                want_affine = sys.tasks[p].can_run_on(cpu);
+            }
+        }
+        let mut new_cpu = prev_cpu;
+        let mut sd: Option<usize> = None;
+        for (i, d) in self.doms[cpu].domains.iter().enumerate() {
+            if d.flags & SD_LOAD_BALANCE == 0 {
+                break;
+            }
+            if want_affine && d.flags & SD_WAKE_AFFINE != 0 && d.span.contains(prev_cpu) {
+                if cpu != prev_cpu {
+                    new_cpu = self.wake_affine(sys, i, p, waker, cpu, prev_cpu, flags.sync);
+                }
+                sd = None;
+                break;
+            }
+            if d.flags & sd_flag != 0 {
+                sd = Some(i);
+            } else if !want_affine {
+                break;
+            }
+        }
+        if let Some(sd) = sd {
+            return self.find_idlest_cpu(sys, sd, p, cpu, prev_cpu, sd_flag);
+        }
+        if !fork {
+            new_cpu = self.select_idle_sibling(sys, p, prev_cpu, new_cpu, cpu);
+            if want_affine {
+                if let Some(w) = waker {
+                    self.se[w].recent_used_cpu = cpu;
+                }
+            }
+        }
+        new_cpu
+    }
+
+    /// `select_idle_sibling()` (v4.19 L6116): the first idle CPU near `target`.
+    fn select_idle_sibling(&mut self, sys: &mut System, p: TaskId, prev: usize, target: usize, this_cpu: usize) -> usize {
+        sys.charge_search(this_cpu, 1, 0, 0);
+        if self.available_idle_cpu(sys, target) {
+            return target;
+        }
+        if prev != target && self.cpus_share_cache(prev, target) {
+            sys.charge_search(this_cpu, 1, 0, 0);
+            if self.available_idle_cpu(sys, prev) {
+                return prev;
+            }
+        }
+        let recent = self.se[p].recent_used_cpu;
+        if recent != prev && recent != target && self.cpus_share_cache(recent, target) {
+            sys.charge_search(this_cpu, 1, 0, 0);
+            if self.available_idle_cpu(sys, recent) && sys.tasks[p].can_run_on(recent) {
+                self.se[p].recent_used_cpu = prev;
+                return recent;
+            }
+        }
+        let Some(llc) = self.doms[target].sd_llc else { return target };
+        if let Some(i) = self.select_idle_core(sys, p, target, llc, this_cpu) {
+            return i;
+        }
+        if let Some(i) = self.select_idle_cpu(sys, p, target, llc, this_cpu) {
+            return i;
+        }
+        if let Some(i) = self.select_idle_smt(sys, p, target, this_cpu) {
+            return i;
+        }
+        target
+    }
+
+    /// `select_idle_core()` (v4.19 L5997): a core whose threads are all idle, if the
+    /// LLC hints that one exists; clears the hint when the scan finds none.
+    fn select_idle_core(&mut self, sys: &mut System, p: TaskId, target: usize, llc: usize, this_cpu: usize) -> Option<usize> {
+        if sys.topo.smt_siblings(target).count() < 2 {
+            return None;
+        }
+        let id = self.llc_id(target);
+        if !self.has_idle_cores[id] {
+            return None;
+        }
+        let span = self.doms[target].domains[llc].span.clone();
+        let mut seen = schedlab_core::cpuset::CpuSet::new(sys.ncpus());
+        let mut scanned = 0;
+        let mut from = target;
+        let n = sys.ncpus();
+        for _ in 0..n {
+            let Some(core) = span.next_wrap(from) else { break };
+            from = core + 1;
+            if from >= n {
+                from = 0;
+            }
+            if seen.contains(core) {
+                if core == target || seen.count() >= span.count() {
+                    break;
+                }
+                continue;
+            }
+            if !sys.tasks[p].can_run_on(core) {
+                seen.set(core);
+                continue;
+            }
+            let mut idle = true;
+            for cpu in sys.topo.smt_siblings(core).iter() {
+                seen.set(cpu);
+                scanned += 1;
+                if !self.available_idle_cpu(sys, cpu) {
+                    idle = false;
+                }
+            }
+            if idle {
+                sys.charge_search(this_cpu, scanned, 0, 0);
+                return Some(core);
+            }
+            if seen.count() >= span.count() {
+                break;
+            }
+        }
+        sys.charge_search(this_cpu, scanned, 0, 0);
+        self.has_idle_cores[id] = false;
+        None
+    }
+
+    /// `select_idle_cpu()` (v4.19 L6064): scan the LLC from `target` for an idle
+    /// CPU, at most `nr` − 1 of them under SIS_PROP, where nr grows with this CPU's
+    /// expected idle time over the LLC's average scan cost.
+    fn select_idle_cpu(&mut self, sys: &mut System, p: TaskId, target: usize, llc: usize, this_cpu: usize) -> Option<usize> {
+        let this_llc = self.llc_id(this_cpu);
+        let avg_idle = self.rq[this_cpu].avg_idle_ns / 512;
+        let avg_cost = self.avg_scan_cost_ns[this_llc] + 1;
+        if self.feat.sis_avg_cpu && avg_idle < avg_cost {
+            return None;
+        }
+        let span = self.doms[target].domains[llc].span.clone();
+        let mut nr = u64::MAX;
+        if self.feat.sis_prop {
+            let span_avg = span.count() as u64 * avg_idle;
+            nr = if span_avg > 4 * avg_cost { span_avg / avg_cost } else { 4 };
+        }
+        let per_cpu = sys.cost.sched_ops.per_cpu_scanned_ns;
+        let mut scanned = 0u64;
+        let mut found = None;
+        let n = sys.ncpus();
+        let mut cpu = target;
+        for _ in 0..span.count() {
+            let Some(c) = span.next_wrap(cpu) else { break };
+            nr -= 1;
+            if nr == 0 {
+                sys.charge_search(this_cpu, scanned, 0, 0);
+                return None;
+            }
+            scanned += 1;
+            cpu = if c + 1 >= n { 0 } else { c + 1 };
+            if !sys.tasks[p].can_run_on(c) {
+                continue;
+            }
+            if self.available_idle_cpu(sys, c) {
+                found = Some(c);
+                break;
+            }
+        }
+        sys.charge_search(this_cpu, scanned, 0, 0);
+        // avg_scan_cost += (time − avg_scan_cost) / 8, in signed arithmetic.
+        let time = (scanned * per_cpu) as i64;
+        let cost = self.avg_scan_cost_ns[this_llc] as i64;
+        self.avg_scan_cost_ns[this_llc] = (cost + (time - cost) / 8).max(0) as u64;
+        found
+    }
+
+    /// `select_idle_smt()` (v4.19 L6041): any idle thread of the target's core.
+    fn select_idle_smt(&mut self, sys: &mut System, p: TaskId, target: usize, this_cpu: usize) -> Option<usize> {
+        let sibs = sys.topo.smt_siblings(target).clone();
+        if sibs.count() < 2 {
+            return None;
+        }
+        sys.charge_search(this_cpu, sibs.count() as u64, 0, 0);
+        let found = sibs.iter().find(|&c| sys.tasks[p].can_run_on(c) && self.available_idle_cpu(sys, c));
+        found
+    }
+
+    /// `__update_idle_core()` (v4.19 L5976): when a CPU goes idle and its whole core
+    /// is idle, tell the LLC an idle core exists.
+    pub fn update_idle_core(&mut self, sys: &System, cpu: usize) {
+        let sibs = sys.topo.smt_siblings(cpu);
+        if sibs.count() < 2 {
+            return;
+        }
+        if sibs.iter().all(|c| c == cpu || self.available_idle_cpu(sys, c)) {
+            let id = self.llc_id(cpu);
+            self.has_idle_cores[id] = true;
+        }
+    }
+
+    /// `find_idlest_cpu()` (v4.19 L5881): descend from `sd` through idlest groups.
+    fn find_idlest_cpu(&mut self, sys: &mut System, sd: usize, p: TaskId, cpu: usize, prev_cpu: usize, sd_flag: u32) -> usize {
+        let mut cpu = cpu;
+        let mut level = Some(sd);
+        let mut new_cpu = cpu;
+        let any_allowed = self.doms[cpu].domains[sd].span.iter().any(|c| sys.tasks[p].can_run_on(c));
+        if !any_allowed {
+            return prev_cpu;
+        }
+        while let Some(l) = level {
+            let d = &self.doms[cpu].domains[l];
+            if d.flags & sd_flag == 0 {
+                level = l.checked_sub(1);
+                continue;
+            }
+            let Some(group) = self.find_idlest_group(sys, cpu, l, p, sd_flag) else {
+                level = l.checked_sub(1);
+                continue;
+            };
+            new_cpu = self.find_idlest_group_cpu(sys, &group, p, cpu);
+            if new_cpu == cpu {
+                level = l.checked_sub(1);
+                continue;
+            }
+            let weight = self.doms[cpu].domains[l].span_weight;
+            cpu = new_cpu;
+            level = None;
+            for (i, tmp) in self.doms[cpu].domains.iter().enumerate() {
+                if weight <= tmp.span_weight {
+                    break;
+                }
+                if tmp.flags & sd_flag != 0 {
+                    level = Some(i);
+                }
+            }
+        }
+        new_cpu
+    }
+
+    /// `find_idlest_group()` (v4.19 L5689).
+    fn find_idlest_group(
+        &mut self,
+        sys: &mut System,
+        this_cpu: usize,
+        l: usize,
+        p: TaskId,
+        sd_flag: u32,
+    ) -> Option<schedlab_core::cpuset::CpuSet> {
+        let sd = &self.doms[this_cpu].domains[l];
+        let load_idx = if sd_flag == SD_BALANCE_FORK { sd.forkexec_idx } else { sd.wake_idx };
+        let pct = sd.imbalance_pct as u64;
+        let imbalance_scale = 100 + (pct - 100) / 2;
+        let imbalance = 1024 * (pct - 100) / 100;
+        let numa = sd.flags & SD_NUMA != 0;
+        let groups: Vec<(schedlab_core::cpuset::CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
+        let (mut idlest, mut most_spare_sg) = (None, None);
+        let (mut min_runnable, mut this_runnable) = (u64::MAX, u64::MAX);
+        let (mut min_avg, mut this_avg) = (u64::MAX, u64::MAX);
+        let (mut most_spare, mut this_spare) = (0u64, 0u64);
+        let mut scanned = 0;
+        for (span, capacity) in groups {
+            if !span.iter().any(|c| sys.tasks[p].can_run_on(c)) {
+                continue;
+            }
+            let local = span.contains(this_cpu);
+            let (mut avg_load, mut runnable_load, mut max_spare) = (0u64, 0u64, 0u64);
+            for i in span.iter().filter(|&c| sys.tasks[p].can_run_on(c)) {
+                scanned += 1;
+                runnable_load += if local { self.target_load(i, load_idx) } else { self.source_load(i, load_idx) };
+                avg_load += self.rq[i].cfs.avg.load_avg;
+                let spare = self.rq[i].cpu_capacity.saturating_sub(self.cpu_util(i));
+                max_spare = max_spare.max(spare);
+            }
+            let capacity = capacity.max(1);
+            avg_load = avg_load * 1024 / capacity;
+            runnable_load = runnable_load * 1024 / capacity;
+            if local {
+                this_runnable = runnable_load;
+                this_avg = avg_load;
+                this_spare = max_spare;
+            } else {
+                if runnable_load < min_runnable.saturating_sub(imbalance) {
+                    min_runnable = runnable_load;
+                    min_avg = avg_load;
+                    idlest = Some(span.clone());
+                } else if runnable_load < min_runnable.saturating_add(imbalance)
+                    && 100 * min_avg as u128 > (imbalance_scale * avg_load) as u128
+                {
+                    min_avg = avg_load;
+                    idlest = Some(span.clone());
+                }
+                if most_spare < max_spare {
+                    most_spare = max_spare;
+                    most_spare_sg = Some(span.clone());
+                }
+            }
+        }
+        sys.charge_search(this_cpu, scanned, 0, 0);
+        if sd_flag != SD_BALANCE_FORK {
+            let task_util = self.se[p].avg.util_avg;
+            if this_spare > task_util / 2 && imbalance_scale * this_spare > 100 * most_spare {
+                return None;
+            }
+            if most_spare > task_util / 2 {
+                return most_spare_sg;
+            }
+        }
+        idlest.as_ref()?;
+        if numa && min_runnable.saturating_add(imbalance) >= this_runnable {
+            return None;
+        }
+        if min_runnable > this_runnable.saturating_add(imbalance) {
+            return None;
+        }
+        if this_runnable < min_runnable.saturating_add(imbalance)
+            && 100 * (this_avg as u128) < (imbalance_scale as u128) * (min_avg as u128)
+        {
+            return None;
+        }
+        idlest
+    }
+
+    /// `find_idlest_group_cpu()` (v4.19 L5832): the most recently idled idle CPU
+    /// (all idle states here exit alike), else the least loaded.
+    fn find_idlest_group_cpu(
+        &mut self,
+        sys: &mut System,
+        group: &schedlab_core::cpuset::CpuSet,
+        p: TaskId,
+        this_cpu: usize,
+    ) -> usize {
+        if group.count() == 1 {
+            return group.iter().next().expect("one CPU");
+        }
+        let mut shallowest: Option<(usize, u64)> = None;
+        let mut least: Option<(usize, u64)> = None;
+        let mut scanned = 0;
+        for i in group.iter().filter(|&c| sys.tasks[p].can_run_on(c)) {
+            scanned += 1;
+            if self.available_idle_cpu(sys, i) {
+                let stamp = self.rq[i].idle_stamp_ns.unwrap_or(0);
+                if shallowest.is_none_or(|(_, s)| stamp > s) {
+                    shallowest = Some((i, stamp));
+                }
+            } else if shallowest.is_none() {
+                let load = self.weighted_cpuload(i);
+                if least.is_none_or(|(_, l)| load < l || (load == l && i == this_cpu)) {
+                    least = Some((i, load));
+                }
+            }
+        }
+        sys.charge_search(this_cpu, scanned, 0, 0);
+        shallowest.or(least).map_or(this_cpu, |(c, _)| c)
+    }
+}
