@@ -48,6 +48,27 @@ pub enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Compare a base and a new policy on one workload over several seeds.
+    Compare(CompareArgs),
+    /// Reproduce a seed's published experiment, printed beside the published table.
+    Reproduce {
+        /// Experiment name (steal), or --list.
+        name: Option<String>,
+        /// List the experiments.
+        #[arg(long)]
+        list: bool,
+        /// Runs per side.
+        #[arg(long, default_value_t = 10)]
+        runs: u64,
+        /// hackbench loops (the published experiment used 100000).
+        #[arg(long, default_value_t = 100_000)]
+        loops: u64,
+        /// Only these rows, e.g. 1,2.
+        #[arg(long, value_delimiter = ',')]
+        groups: Option<Vec<u64>>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Measure the simulator's speed on fixed scenarios.
     Bench {
         /// Smaller scenarios (for a smoke test).
@@ -91,6 +112,38 @@ pub struct RunArgs {
     /// Write the timeline as Linux ftrace text to this file.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// The base policy, e.g. cfs@4.19.
+    #[arg(long)]
+    pub base: String,
+    /// The new policy, e.g. cfs@4.19+STEAL.
+    #[arg(long)]
+    pub new: String,
+    #[arg(long, default_value = DEFAULT_TOPOLOGY)]
+    pub topology: String,
+    #[arg(long, default_value = DEFAULT_MACHINE)]
+    pub machine: String,
+    /// Workload spec; the varied key is added per row.
+    #[arg(long, default_value = "hackbench loops=10000")]
+    pub workload: String,
+    /// KEY=V1,V2,...: one row per value of a workload parameter.
+    #[arg(long)]
+    pub vary: Option<String>,
+    /// Runs (seeds) per side and row.
+    #[arg(long, default_value_t = 5)]
+    pub runs: u64,
+    #[arg(long = "sysctl", value_name = "NAME=VALUE")]
+    pub sysctls: Vec<String>,
+    #[arg(long, default_value_t = 250)]
+    pub hz: u64,
+    /// First seed; runs use seed, seed+1, ...
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
@@ -161,7 +214,48 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Calibrate { name, out, quick } => crate::calibrate_cmd(name, out, quick),
         Command::Bench { quick } => crate::bench::run(quick),
+        Command::Compare(a) => compare(&a),
+        Command::Reproduce { name, list, runs, loops, groups, format } => {
+            if list || name.is_none() {
+                for (n, what) in crate::reproduce::EXPERIMENTS {
+                    println!("{n:<10} {what}");
+                }
+                return Ok(());
+            }
+            if runs == 0 || runs > 10_000 {
+                return Err(SpecError::new("runs", runs.to_string(), "an integer from 1 to 10000").into());
+            }
+            if loops == 0 {
+                return Err(SpecError::new("loops", "0", "a positive integer").into());
+            }
+            crate::reproduce::run(name.as_deref().unwrap_or_default(), runs, loops, groups, format == Format::Json)
+        }
     }
+}
+
+fn compare(a: &CompareArgs) -> Result<(), Failure> {
+    if !(10..=10_000).contains(&a.hz) {
+        return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000").into());
+    }
+    let c = crate::compare::Comparison {
+        topo: parse_topology(&a.topology)?,
+        machine: crate::machines::load(&a.machine)?,
+        base: a.base.clone(),
+        new: a.new.clone(),
+        sysctls: parse_sysctls(&a.sysctls)?,
+        workload: a.workload.clone(),
+        vary: a.vary.as_deref().map(crate::compare::parse_vary).transpose()?,
+        runs: a.runs,
+        hz: a.hz,
+        first_seed: a.seed,
+    };
+    c.validate()?;
+    let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+    match a.format {
+        Format::Text => print!("{}", crate::compare::text(&c, &rows)),
+        Format::Json => println!("{}", crate::compare::json(&c, &rows)),
+    }
+    Ok(())
 }
 
 fn run(a: &RunArgs) -> Result<(), Failure> {

@@ -3,9 +3,12 @@
 //! accepted form, and exit status 2.
 
 mod bench;
+mod calibrate;
 mod cli;
+mod compare;
 mod machines;
 mod report;
+mod reproduce;
 mod tracefile;
 
 use std::process::ExitCode;
@@ -42,7 +45,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// `schedlab calibrate`.
-fn calibrate_cmd(_name: String, _out: Option<std::path::PathBuf>, _quick: bool) -> Result<(), Failure> {
-    Err(Failure::Run("calibrate is being wired".into()))
+/// `schedlab calibrate`: measure this host, print or write the profile (written to
+/// a temporary file and renamed, so a failure leaves nothing behind).
+fn calibrate_cmd(name: String, out: Option<std::path::PathBuf>, quick: bool) -> Result<(), Failure> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(Failure::Input(SpecError::new("name", name, "letters, digits, '-' and '_'")));
+    }
+    let opts = calibrate::CalibrateOptions { name, quick };
+    let profile = calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
+    let text = profile.to_toml();
+    match out {
+        None => print!("{text}"),
+        Some(path) => {
+            let tmp = path.with_extension("toml.tmp");
+            std::fs::write(&tmp, &text)
+                .and_then(|_| std::fs::rename(&tmp, &path))
+                .map_err(|e| Failure::Run(format!("writing {}: {e}", path.display())))?;
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    Ok(())
 }

@@ -69,6 +69,7 @@ impl Cfs {
     }
 
     /// `update_sg_lb_stats()` (v4.19 L7840).
+    #[allow(clippy::too_many_arguments)]
     fn sg_stats(
         &self,
         sys: &System,
@@ -107,9 +108,7 @@ impl Cfs {
             }
         }
         s.avg_load = s.group_load * 1024 / s.group_capacity;
-        if s.sum_nr_running > 0 {
-            s.load_per_task = s.sum_weighted_load / s.sum_nr_running;
-        }
+        s.load_per_task = s.sum_weighted_load.checked_div(s.sum_nr_running).unwrap_or(0);
         s.group_no_capacity = Self::group_is_overloaded(pct, &s);
         s.group_type = if s.group_no_capacity { GroupType::Overloaded } else { GroupType::Other };
         s
@@ -305,7 +304,7 @@ impl Cfs {
         let mut imbn = 2;
         if local.sum_nr_running == 0 {
             let nr = cfs.rq[this_cpu].cfs.nr_running as u64;
-            local_lpt = if nr > 0 { cfs.weighted_cpuload(this_cpu) / nr } else { 0 };
+            local_lpt = cfs.weighted_cpuload(this_cpu).checked_div(nr).unwrap_or(0);
         } else if busiest.load_per_task > local_lpt {
             imbn = 1;
         }

@@ -120,7 +120,7 @@ impl Cfs {
     pub fn new(version: &str, features: Option<&str>, sysctls: &[(String, String)]) -> Result<Cfs, SpecError> {
         let version = match version {
             "4.19" => KernelVersion::V4_19,
-            v => return Err(SpecError::new("cfs version", v, "4.19 (5.10/5.15 come with their own issue)")),
+            v => return Err(SpecError::new("cfs version", v, "a modelled version: 4.19")),
         };
         let mut feat = Features::v4_19();
         if let Some(f) = features {
@@ -474,7 +474,7 @@ impl Cfs {
             let mut old = rq.cpu_load[i as usize];
             // Missed ticks: each one decays old by (2^i − 1)/2^i with no new load.
             for _ in 1..pending.min(64) {
-                old = old * (scale - 1) >> i;
+                old = (old * (scale - 1)) >> i;
             }
             let mut new = this_load;
             // Round up when rising so the index can reach the new load.

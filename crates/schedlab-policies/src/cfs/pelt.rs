@@ -726,7 +726,7 @@ mod tests {
             rq.enqueue_runnable_load(s, w);
         }
         let state = |t_ms: u64| -> [(bool, bool); 3] {
-            let first = (t_ms / 3) % 2 == 0;
+            let first = (t_ms / 3).is_multiple_of(2);
             let third_queued = t_ms < 100;
             [(true, first), (true, !first), (third_queued, false)]
         };

@@ -96,6 +96,7 @@ impl Cfs {
     }
 
     /// `wake_affine()` (v4.19 L5655).
+    #[allow(clippy::too_many_arguments)]
     fn wake_affine(
         &self,
         sys: &System,

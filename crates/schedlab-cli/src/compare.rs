@@ -1,0 +1,306 @@
+//! `schedlab compare` and `schedlab reproduce`: a base and a new policy on the same
+//! workload, several seeds each, rows varied by one workload parameter, printed as
+//! the steal seed prints its schedstat tables (per-CPU averages of the deltas).
+//! Runs go to all cores; each run stays a single-threaded pure function.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde_json::json;
+
+use schedlab_core::error::SpecError;
+use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
+use schedlab_workloads::Workload;
+
+use crate::cli::{check_result, RunSpec};
+use crate::Failure;
+
+/// Per-CPU averages of one run's schedstat deltas, as the seed's tables show them.
+#[derive(Clone, Debug, Default)]
+pub struct RunRow {
+    pub time_s: f64,
+    pub busy_pct: f64,
+    /// Mean timeslice, ms.
+    pub slice_ms: f64,
+    pub sched: f64,
+    pub idle: f64,
+    pub wake: f64,
+    pub find_pct: f64,
+    pub steal: f64,
+    pub wasted_pct: f64,
+}
+
+impl RunRow {
+    pub fn from_result(r: &RunResult) -> RunRow {
+        let t = r.total();
+        let n = r.ncpus as f64;
+        let el = r.elapsed_ns().max(1) as f64;
+        RunRow {
+            time_s: el / 1e9,
+            busy_pct: r.busy_pct(),
+            slice_ms: if t.timeslices == 0 { 0.0 } else { t.run_ns as f64 / t.timeslices as f64 / 1e6 },
+            sched: t.sched_count as f64 / n,
+            idle: t.sched_goidle as f64 / n,
+            wake: t.ttwu_count as f64 / n,
+            find_pct: 100.0 * t.find_ns as f64 / (el * n),
+            steal: t.steals as f64 / n,
+            wasted_pct: 100.0 * r.wasted_ns as f64 / (el * n),
+        }
+    }
+}
+
+/// One side of a row: the mean over runs, and the time's %stdev.
+#[derive(Clone, Debug, Default)]
+pub struct Side {
+    pub runs: Vec<RunRow>,
+    pub mean: RunRow,
+    pub stddev_pct: f64,
+}
+
+impl Side {
+    fn from_runs(runs: Vec<RunRow>) -> Side {
+        let n = runs.len().max(1) as f64;
+        let avg = |f: fn(&RunRow) -> f64| runs.iter().map(f).sum::<f64>() / n;
+        let mean = RunRow {
+            time_s: avg(|r| r.time_s),
+            busy_pct: avg(|r| r.busy_pct),
+            slice_ms: avg(|r| r.slice_ms),
+            sched: avg(|r| r.sched),
+            idle: avg(|r| r.idle),
+            wake: avg(|r| r.wake),
+            find_pct: avg(|r| r.find_pct),
+            steal: avg(|r| r.steal),
+            wasted_pct: avg(|r| r.wasted_pct),
+        };
+        // Sample standard deviation, as the seed's "%stdev" (stdev / mean × 100).
+        let var =
+            if runs.len() > 1 { runs.iter().map(|r| (r.time_s - mean.time_s).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+        let stddev_pct = if mean.time_s > 0.0 { 100.0 * var.sqrt() / mean.time_s } else { 0.0 };
+        Side { runs, mean, stddev_pct }
+    }
+}
+
+/// One row of a comparison.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub vary: String,
+    pub base: Side,
+    pub new: Side,
+}
+
+impl Row {
+    /// Positive = new is faster: (base − new) / base × 100, as the seed computes it.
+    pub fn pct_speedup(&self) -> f64 {
+        if self.base.mean.time_s == 0.0 {
+            0.0
+        } else {
+            100.0 * (self.base.mean.time_s - self.new.mean.time_s) / self.base.mean.time_s
+        }
+    }
+}
+
+/// What to compare.
+pub struct Comparison {
+    pub topo: Topology,
+    pub machine: MachineProfile,
+    pub base: String,
+    pub new: String,
+    pub sysctls: Vec<(String, String)>,
+    /// The workload spec without the varied key.
+    pub workload: String,
+    /// `KEY` and its values, or None for a single row.
+    pub vary: Option<(String, Vec<String>)>,
+    pub runs: u64,
+    pub hz: u64,
+    pub first_seed: u64,
+}
+
+/// Parses `--vary KEY=V1,V2,...`.
+pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), SpecError> {
+    let form = "KEY=V1,V2,... with a workload parameter, e.g. groups=1,2,3,4,8";
+    let (k, vs) = s.split_once('=').ok_or_else(|| SpecError::new("vary", s, form))?;
+    let values: Vec<String> = vs.split(',').map(str::to_string).collect();
+    if k.is_empty() || values.iter().any(|v| v.is_empty()) {
+        return Err(SpecError::new("vary", s, form));
+    }
+    Ok((k.to_string(), values))
+}
+
+impl Comparison {
+    fn row_workloads(&self) -> Result<Vec<(String, Workload)>, SpecError> {
+        match &self.vary {
+            None => Ok(vec![(String::new(), Workload::parse(&self.workload)?)]),
+            Some((k, values)) => values
+                .iter()
+                .map(|v| {
+                    let spec = format!("{} {k}={v}", self.workload);
+                    Workload::parse(&spec).map(|w| (v.clone(), w))
+                })
+                .collect(),
+        }
+    }
+
+    /// Checks every input (policies, sysctls, workloads) before any run starts.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        for p in [&self.base, &self.new] {
+            schedlab_policies::policy_by_name(p, &self.sysctls)?;
+        }
+        if self.runs == 0 || self.runs > 10_000 {
+            return Err(SpecError::new("runs", self.runs.to_string(), "an integer from 1 to 10000"));
+        }
+        self.row_workloads().map(|_| ())
+    }
+
+    /// Runs every (row, side, seed) on all cores and gathers the rows in order.
+    pub fn run(&self, progress: bool) -> Result<Vec<Row>, Failure> {
+        let rows = self.row_workloads()?;
+        let mut jobs = Vec::new();
+        for (ri, (_, w)) in rows.iter().enumerate() {
+            for (si, policy) in [&self.base, &self.new].into_iter().enumerate() {
+                for k in 0..self.runs {
+                    jobs.push((ri, si, policy.clone(), w.clone(), self.first_seed + k));
+                }
+            }
+        }
+        let total = jobs.len();
+        let next = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        let results: Mutex<Vec<Option<Result<RunRow, Failure>>>> = Mutex::new((0..total).map(|_| None).collect());
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(total.max(1));
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        break;
+                    }
+                    let (_, _, policy, w, seed) = &jobs[i];
+                    let spec = RunSpec {
+                        topo: self.topo.clone(),
+                        machine: self.machine.clone(),
+                        policy: policy.clone(),
+                        sysctls: self.sysctls.clone(),
+                        workload: w.clone(),
+                        cfg: RunConfig { seed: *seed, hz: self.hz, check: false, ..RunConfig::default() },
+                    };
+                    let r = spec.engine().run();
+                    let out = check_result(&r, false).map(|_| RunRow::from_result(&r));
+                    results.lock().expect("no panics while holding the lock")[i] = Some(out);
+                    let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if progress {
+                        let mut e = std::io::stderr().lock();
+                        let _ = write!(e, "\r[{:<40}] {d}/{total} runs", "#".repeat(d * 40 / total));
+                        let _ = e.flush();
+                    }
+                });
+            }
+        });
+        if progress {
+            eprintln!();
+        }
+        let results = results.into_inner().expect("threads joined");
+        let mut per: Vec<[Vec<RunRow>; 2]> = (0..rows.len()).map(|_| [Vec::new(), Vec::new()]).collect();
+        for ((ri, si, ..), r) in jobs.iter().zip(results) {
+            per[*ri][*si].push(r.expect("every job ran")?);
+        }
+        Ok(rows
+            .into_iter()
+            .zip(per)
+            .map(|((vary, _), [b, n])| Row { vary, base: Side::from_runs(b), new: Side::from_runs(n) })
+            .collect())
+    }
+}
+
+/// The seed's two tables (base, then new with %speedup), then the time summary.
+pub fn text(c: &Comparison, rows: &[Row]) -> String {
+    let mut out = String::new();
+    let key = c.vary.as_ref().map_or("row", |(k, _)| k.as_str());
+    out.push_str(&format!(
+        "{} on {} ({} CPUs), machine {}, {} runs per side\n",
+        c.workload,
+        c.topo.name,
+        c.topo.ncpus(),
+        c.machine.name,
+        c.runs
+    ));
+    if !c.sysctls.is_empty() {
+        let s: Vec<String> = c.sysctls.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!("{}\n", s.join(" ")));
+    }
+    for (label, side) in [(c.base.as_str(), 0), (c.new.as_str(), 1)] {
+        out.push_str(&format!("\n  {label}\n"));
+        out.push_str(&format!(
+            "  {key:>6} {:>8} {:>6} {:>6} {:>8} {:>7} {:>8} {:>5} {:>6}{}\n",
+            "time",
+            "%busy",
+            "slice",
+            "sched",
+            "idle",
+            "wake",
+            "%find",
+            "steal",
+            if side == 1 { "  %speedup" } else { "" }
+        ));
+        for r in rows {
+            let s = if side == 0 { &r.base.mean } else { &r.new.mean };
+            out.push_str(&format!(
+                "  {:>6} {:>8.3} {:>6.2} {:>6.2} {:>8.0} {:>7.0} {:>8.0} {:>5.2} {:>6.0}",
+                r.vary, s.time_s, s.busy_pct, s.slice_ms, s.sched, s.idle, s.wake, s.find_pct, s.steal
+            ));
+            if side == 1 {
+                out.push_str(&format!("  {:>8.1}", r.pct_speedup()));
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str(&format!("\n  Average of {} runs\n", c.runs));
+    out.push_str(&format!("            --- base --    --- new ---\n  {key:>6}    time %stdev    time %stdev  %speedup\n"));
+    for r in rows {
+        out.push_str(&format!(
+            "  {:>6} {:>7.3} {:>6.1} {:>7.3} {:>6.1} {:>9.1}\n",
+            r.vary,
+            r.base.mean.time_s,
+            r.base.stddev_pct,
+            r.new.mean.time_s,
+            r.new.stddev_pct,
+            r.pct_speedup()
+        ));
+    }
+    out
+}
+
+fn side_json(s: &Side) -> serde_json::Value {
+    json!({
+        "mean_s": s.mean.time_s,
+        "stddev_pct": s.stddev_pct,
+        "busy_pct": s.mean.busy_pct,
+        "slice_ms": s.mean.slice_ms,
+        "sched": s.mean.sched,
+        "idle": s.mean.idle,
+        "wake": s.mean.wake,
+        "find_pct": s.mean.find_pct,
+        "steal": s.mean.steal,
+        "wasted_pct": s.mean.wasted_pct,
+        "runs_s": s.runs.iter().map(|r| r.time_s).collect::<Vec<_>>(),
+    })
+}
+
+pub fn json(c: &Comparison, rows: &[Row]) -> String {
+    let v = json!({
+        "base": c.base,
+        "new": c.new,
+        "workload": c.workload,
+        "vary_key": c.vary.as_ref().map(|(k, _)| k.clone()),
+        "topology": c.topo.name,
+        "machine": c.machine.name,
+        "runs": c.runs,
+        "rows": rows.iter().map(|r| json!({
+            "vary": r.vary,
+            "base": side_json(&r.base),
+            "new": side_json(&r.new),
+            "pct_speedup": r.pct_speedup(),
+        })).collect::<Vec<_>>(),
+    });
+    serde_json::to_string_pretty(&v).expect("a json! value serialises")
+}
