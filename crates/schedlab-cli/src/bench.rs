@@ -24,18 +24,31 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 pub fn run(quick: bool) -> Result<(), Failure> {
-    println!("schedlab bench: policy fifo, machine broadwell-ep, seed 1 (peak RSS is the process's, cumulative)");
+    println!("schedlab bench: machine broadwell-ep, seed 1 (peak RSS is the process's, cumulative)");
     println!(
-        "{:<24} {:>6} {:>7} {:>12} {:>9} {:>10} {:>9} {:>12} {:>10}",
-        "scenario", "cpus", "tasks", "events", "wall_s", "Mevents/s", "sim_s", "sim_s/wall_s", "peak_MiB"
+        "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9} {:>10} {:>9} {:>12} {:>10}",
+        "scenario", "policy", "cpus", "tasks", "events", "wall_s", "Mevents/s", "sim_s", "sim_s/wall_s", "peak_MiB"
     );
+    for policy in POLICIES {
+        let rates = run_policy(policy, quick)?;
+        if let (Some(first), Some(last)) = (rates.first(), rates.last()) {
+            println!("{policy}: events/s of the 1024-CPU scenario relative to the 20-CPU one: {:.2}", last / first);
+        }
+    }
+    Ok(())
+}
+
+/// Policies measured: the reference queue and the kernel model.
+const POLICIES: &[&str] = &["fifo", "cfs@4.19"];
+
+fn run_policy(policy: &str, quick: bool) -> Result<Vec<f64>, Failure> {
     let mut rates = Vec::new();
     for &(name, topo, workload, quick_workload) in SCENARIOS {
         let w = if quick { quick_workload } else { workload };
         let spec = RunSpec {
             topo: parse_topology(topo)?,
             machine: crate::machines::load("broadwell-ep")?,
-            policy: "fifo".into(),
+            policy: policy.into(),
             sysctls: Vec::new(),
             workload: Workload::parse(w)?,
             cfg: RunConfig { seed: 1, check: false, ..RunConfig::default() },
@@ -48,8 +61,9 @@ pub fn run(quick: bool) -> Result<(), Failure> {
         let rate = r.events as f64 / wall;
         rates.push(rate);
         println!(
-            "{:<24} {:>6} {:>7} {:>12} {:>9.3} {:>10.2} {:>9.3} {:>12.3} {:>10.1}",
+            "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9.3} {:>10.2} {:>9.3} {:>12.3} {:>10.1}",
             name,
+            policy,
             r.ncpus,
             r.tasks.len(),
             r.events,
@@ -60,8 +74,5 @@ pub fn run(quick: bool) -> Result<(), Failure> {
             peak_rss_kib().unwrap_or(0) as f64 / 1024.0
         );
     }
-    if let (Some(first), Some(last)) = (rates.first(), rates.last()) {
-        println!("events/s of the 1024-CPU scenario relative to the 20-CPU one: {:.2}", last / first);
-    }
-    Ok(())
+    Ok(rates)
 }

@@ -985,17 +985,18 @@ fn futex_wake(word: &AtomicU32, n: i32) -> Result<i64> {
     Ok(r)
 }
 
-/// Makes the calling thread as unimportant as allowed: SCHED_IDLE (unprivileged
-/// since Linux 2.6.39), else nice 19. Either way a normal thread that wakes up on
-/// its CPU preempts it at once.
+/// Makes the calling thread as unimportant as allowed: SCHED_IDLE (a policy an
+/// unprivileged thread may move itself to), else nice 19. Either way a normal thread
+/// that wakes up on its CPU preempts it.
 fn lower_own_priority() {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: pid 0 is the calling thread; param is valid.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0 {
         return;
     }
-    // SAFETY: plain syscalls on our own thread id. Failing leaves it at nice 0,
-    // which still preempts less readily but does not break the measurement.
+    // SAFETY: plain syscalls on our own thread id. Failing leaves the spinner at
+    // nice 0: woken threads then preempt it less promptly, which only adds to the
+    // measured busy-CPU latency.
     let tid = unsafe { libc::gettid() };
     unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
 }

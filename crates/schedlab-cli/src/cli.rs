@@ -13,7 +13,7 @@ use crate::Failure;
 /// Default main job: the steal seed's machine and benchmark, at a tenth of its loops.
 pub const DEFAULT_TOPOLOGY: &str = "x6-2-20";
 pub const DEFAULT_MACHINE: &str = "broadwell-ep";
-pub const DEFAULT_POLICY: &str = "fifo";
+pub const DEFAULT_POLICY: &str = "cfs@4.19";
 pub const DEFAULT_WORKLOAD: &str = "hackbench groups=1 loops=10000 ipc=socket mode=process";
 
 #[derive(Parser, Debug)]
