@@ -257,6 +257,10 @@ impl Engine {
             self.digest.add(t);
             self.digest.add(code << 56 | a << 24 | b);
             self.events += 1;
+            self.sys.this_cpu = match ev {
+                EventKind::SegmentDone { cpu, .. } | EventKind::Resched { cpu } | EventKind::Tick { cpu, .. } => cpu as usize,
+                EventKind::Timer { task, .. } => self.sys.tasks[task as usize].cpu,
+            };
             match ev {
                 EventKind::SegmentDone { cpu, gen } => {
                     if self.cpu[cpu as usize].seg_gen == gen && self.cpu[cpu as usize].in_segment {
@@ -364,6 +368,7 @@ impl Engine {
         }
         let prev_cpu = self.sys.tasks[p].cpu;
         let waker_cpu = waker.unwrap_or(prev_cpu);
+        self.sys.this_cpu = waker_cpu;
         let now = self.sys.now_ns;
         self.sys.stats[waker_cpu].ttwu_count += 1;
         self.emit(waker_cpu, TraceKind::Waking { p, target_cpu: prev_cpu });

@@ -147,6 +147,8 @@ pub struct System {
     /// Scheduler time charged but not yet spent, per CPU.
     pub(crate) pending_overhead_ns: Vec<u64>,
     pub(crate) requests: Vec<Request>,
+    /// The CPU executing the current kernel path (`smp_processor_id()`).
+    pub(crate) this_cpu: usize,
     /// Runnable-not-running tasks per CPU (`task.cpu`), for wasted core-time.
     waiting: Vec<u64>,
     /// Sum of `waiting` over CPUs that are busy.
@@ -169,6 +171,7 @@ impl System {
             idle_mask: CpuSet::full(n),
             pending_overhead_ns: vec![0; n],
             requests: Vec::new(),
+            this_cpu: 0,
             waiting: vec![0; n],
             waiting_on_busy: 0,
             idle_count: n as u64,
@@ -182,6 +185,12 @@ impl System {
 
     pub fn ncpus(&self) -> usize {
         self.topo.ncpus()
+    }
+
+    /// The CPU running the current kernel path (`smp_processor_id()`): the waker in a
+    /// wakeup, the CPU scheduling or ticking. Policies charge work they do to it.
+    pub fn this_cpu(&self) -> usize {
+        self.this_cpu
     }
 
     pub fn cpu_state(&self, cpu: usize) -> CpuState {

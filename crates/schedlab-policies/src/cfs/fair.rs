@@ -536,14 +536,27 @@ impl Cfs {
         }
     }
 
+    /// Setting or clearing a bit of the shared overload mask is an atomic on a cache
+    /// line other CPUs write too; the seed counts it in `%find`. Charged to the CPU
+    /// doing the enqueue or dequeue.
+    pub fn charge_overload_update(&self, sys: &mut System, cpu: usize, was_overloaded: bool) {
+        if self.steal_enabled && was_overloaded != (self.rq[cpu].cfs.nr_running >= 2) {
+            let this = sys.this_cpu();
+            sys.charge_search(this, 0, 1, 0);
+        }
+    }
+
     /// Moves queued, not running `p` from `src` to `dst` (`detach_task` +
     /// `attach_task`), with the wakeup-preemption check on `dst`.
     pub fn move_task(&mut self, sys: &mut System, p: TaskId, src: usize, dst: usize, this_cpu: usize) {
         let now = sys.now_ns;
+        let (src_over, dst_over) = (self.rq[src].cfs.nr_running >= 2, self.rq[dst].cfs.nr_running >= 2);
         self.dequeue_entity(src, p, false, now);
+        self.charge_overload_update(sys, src, src_over);
         self.detach_load(src, p);
         sys.set_task_cpu(p, dst);
         self.enqueue_entity(dst, p, false, false, now);
+        self.charge_overload_update(sys, dst, dst_over);
         // attach_task() → check_preempt_curr().
         match sys.curr(dst) {
             None => sys.resched_cpu(dst, this_cpu),
@@ -672,6 +685,7 @@ impl SchedClass for Cfs {
 
     fn enqueue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: EnqueueReason) {
         let now = sys.now_ns;
+        let was_overloaded = self.rq[cpu].cfs.nr_running >= 2;
         let wakeup = reason == EnqueueReason::Wakeup;
         let from = self.se[p].rq_cpu;
         let migrated = wakeup && from != cpu && from != usize::MAX;
@@ -681,6 +695,7 @@ impl SchedClass for Cfs {
             self.detach_load(from, p);
         }
         self.enqueue_entity(cpu, p, wakeup, migrated, now);
+        self.charge_overload_update(sys, cpu, was_overloaded);
         if wakeup {
             // ttwu_do_wakeup(): a wakeup onto an idle CPU updates its avg_idle.
             if let Some(stamp) = self.rq[cpu].idle_stamp_ns.take() {
@@ -694,7 +709,9 @@ impl SchedClass for Cfs {
     }
 
     fn dequeue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: DequeueReason) {
+        let was_overloaded = self.rq[cpu].cfs.nr_running >= 2;
         self.dequeue_entity(cpu, p, reason != DequeueReason::Migrate, sys.now_ns);
+        self.charge_overload_update(sys, cpu, was_overloaded);
         if reason == DequeueReason::Exit {
             self.detach_load(cpu, p);
         }
