@@ -600,17 +600,22 @@ impl Cfs {
 /// Builds the machine-dependent state once the topology is known.
 impl Cfs {
     fn boot(&mut self, sys: &mut System) {
-        let n = sys.ncpus();
-        self.tick_ns = sys.tick_ns;
+        self.boot_on(&sys.topo, sys.tick_ns);
+    }
+
+    /// Boot on a machine: scaled sysctls, domains, per-CPU runqueues.
+    pub fn boot_on(&mut self, topo: &schedlab_core::Topology, tick_ns: u64) {
+        let n = topo.ncpus();
+        self.tick_ns = tick_ns;
         let requested = std::mem::take(&mut self.pending_sysctls);
         self.sysctl = Sysctls::boot(n);
         self.sysctl.apply(&requested).expect("validated in new()");
-        self.doms = domains::build(&sys.topo, self.version);
+        self.doms = domains::build(topo, self.version);
         let nllc = self.doms.iter().map(|d| d.sd_llc_id).max().unwrap_or(0) + 1;
         self.has_idle_cores = vec![false; nllc];
         self.avg_scan_cost_ns = vec![0; nllc];
         self.overload_cpus = vec![schedlab_core::cpuset::CpuSet::new(n); nllc];
-        self.steal_enabled = self.feat.steal && sys.topo.node_cpus.len() <= self.steal_node_limit;
+        self.steal_enabled = self.feat.steal && topo.node_cpus.len() <= self.steal_node_limit;
         self.rq = (0..n)
             .map(|cpu| Rq {
                 cfs: CfsRq { min_vruntime: MIN_VRUNTIME_START, ..CfsRq::default() },
@@ -621,7 +626,7 @@ impl Cfs {
                 next_balance: 0,
                 cpu_load: [0; 5],
                 last_load_update_tick: 0,
-                cpu_capacity: domains::cpu_capacity_orig(&sys.topo, cpu, self.version),
+                cpu_capacity: domains::cpu_capacity_orig(topo, cpu, self.version),
                 active_balance_to: None,
                 nohz_kick: false,
             })
@@ -823,5 +828,148 @@ impl SchedClass for Cfs {
 
     fn nr_running_total(&self) -> usize {
         self.nr_total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_core::Topology;
+
+    fn cfs_on(spec: &str, features: Option<&str>, sysctls: &[(&str, &str)]) -> Cfs {
+        let s: Vec<(String, String)> = sysctls.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut c = Cfs::new("4.19", features, &s).unwrap();
+        c.boot_on(&Topology::parse(spec).unwrap(), 4_000_000);
+        c
+    }
+
+    fn add_task(c: &mut Cfs, nice: i32) -> TaskId {
+        let se = Se {
+            load: LoadWeight::for_nice(nice, c.res),
+            vruntime: 0,
+            exec_start_ns: 0,
+            sum_exec_runtime_ns: 0,
+            prev_sum_exec_runtime_ns: 0,
+            on_rq: false,
+            rq_cpu: usize::MAX,
+            avg: SchedAvg::default(),
+            wakee_flips: 0,
+            wakee_flip_decay_ts: 0,
+            last_wakee: None,
+            recent_used_cpu: 0,
+            mru_key: 0,
+            tree_key: None,
+        };
+        c.se.push(se);
+        c.se.len() - 1
+    }
+
+    #[test]
+    fn period_scales_past_nr_latency() {
+        let c = cfs_on("x6-2-20", None, &[]);
+        // ≥ 8 CPUs: latency 24 ms, min_granularity 3 ms, nr_latency 8.
+        assert_eq!(c.sched_period(5), 24_000_000);
+        assert_eq!(c.sched_period(8), 24_000_000);
+        assert_eq!(c.sched_period(12), 36_000_000);
+    }
+
+    #[test]
+    fn slice_splits_the_period_by_weight() {
+        let mut c = cfs_on("x6-2-20", None, &[]);
+        let a = add_task(&mut c, 0);
+        let b = add_task(&mut c, 0);
+        c.enqueue_entity(0, a, false, false, 0);
+        c.enqueue_entity(0, b, false, false, 0);
+        // 24 ms × 1024/2048 through __calc_delta's inverse: a hair under 12 ms.
+        assert_eq!(c.sched_slice(0, a), 11_999_994);
+        // A waking nice-5 task against two nice-0 ones: 335/2383 of the 24 ms period.
+        let d = add_task(&mut c, 5);
+        let s = c.sched_slice(0, d);
+        let exact = 24_000_000u64 * 335 / (2048 + 335);
+        assert!(s.abs_diff(exact) < 1000, "{s} vs {exact}");
+    }
+
+    #[test]
+    fn wakeup_preemption_needs_more_than_the_granularity() {
+        let mut c = cfs_on("x6-2-20", None, &[("sched_wakeup_granularity_ns", "15000000")]);
+        let curr = add_task(&mut c, 0);
+        let woken = add_task(&mut c, 0);
+        c.se[woken].vruntime = 1_000_000_000;
+        c.se[curr].vruntime = 1_000_000_000 + 15_000_000;
+        assert_eq!(c.wakeup_preempt_entity(curr, woken), 0, "exactly the granularity ahead: no preemption");
+        c.se[curr].vruntime += 1;
+        assert_eq!(c.wakeup_preempt_entity(curr, woken), 1);
+        c.se[curr].vruntime = 999_000_000;
+        assert_eq!(c.wakeup_preempt_entity(curr, woken), -1);
+        // A nice-19 wakee needs 1024/15 × the granularity in its virtual time.
+        let light = add_task(&mut c, 19);
+        assert_eq!(c.wakeup_gran(light), calc_delta_fair(15_000_000, &mut c.se[light].load.clone(), c.res));
+        assert!(c.wakeup_gran(light) > 1_000_000_000);
+    }
+
+    #[test]
+    fn sleeper_credit_is_half_the_latency_and_never_backwards() {
+        let mut c = cfs_on("x6-2-20", None, &[]);
+        let p = add_task(&mut c, 0);
+        let min = c.rq[0].cfs.min_vruntime;
+        c.se[p].vruntime = 0;
+        c.place_entity(0, p, false);
+        assert_eq!(c.se[p].vruntime, min - 12_000_000);
+        c.se[p].vruntime = min + 5;
+        c.place_entity(0, p, false);
+        assert_eq!(c.se[p].vruntime, min + 5, "a task ahead keeps its vruntime");
+        let mut no = cfs_on("x6-2-20", Some("NO_GENTLE_FAIR_SLEEPERS"), &[]);
+        let q = add_task(&mut no, 0);
+        no.place_entity(0, q, false);
+        assert_eq!(no.se[q].vruntime, no.rq[0].cfs.min_vruntime - 24_000_000);
+    }
+
+    #[test]
+    fn fork_starts_one_vslice_right_with_start_debit() {
+        let mut c = cfs_on("x6-2-20", None, &[]);
+        let a = add_task(&mut c, 0);
+        c.enqueue_entity(0, a, false, false, 0);
+        let p = add_task(&mut c, 0);
+        c.place_entity(0, p, true);
+        // Two tasks counting the newcomer: vslice = 12 ms (less __calc_delta rounding).
+        assert_eq!(c.se[p].vruntime - c.rq[0].cfs.min_vruntime, 11_999_994);
+    }
+
+    #[test]
+    fn overload_mask_follows_one_two_transitions() {
+        let mut c = cfs_on("x6-2-20", Some("STEAL"), &[]);
+        assert!(c.steal_enabled);
+        let a = add_task(&mut c, 0);
+        let b = add_task(&mut c, 0);
+        let d = add_task(&mut c, 0);
+        c.enqueue_entity(3, a, false, false, 0);
+        assert!(!c.overload_cpus[0].contains(3));
+        c.enqueue_entity(3, b, false, false, 0);
+        assert!(c.overload_cpus[0].contains(3), "1 → 2 sets the bit");
+        c.enqueue_entity(3, d, false, false, 0);
+        c.dequeue_entity(3, d, true, 0);
+        assert!(c.overload_cpus[0].contains(3), "3 → 2 keeps it");
+        c.dequeue_entity(3, b, true, 0);
+        assert!(!c.overload_cpus[0].contains(3), "2 → 1 clears it");
+        // Without the feature the mask stays empty.
+        let mut off = cfs_on("x6-2-20", None, &[]);
+        let (a, b) = (add_task(&mut off, 0), add_task(&mut off, 0));
+        off.enqueue_entity(1, a, false, false, 0);
+        off.enqueue_entity(1, b, false, false, 0);
+        assert!(off.overload_cpus[0].is_empty());
+    }
+
+    #[test]
+    fn steal_is_off_beyond_two_nodes() {
+        assert!(cfs_on("2x1x4x2", Some("STEAL"), &[]).steal_enabled);
+        assert!(!cfs_on("4x1x4x2", Some("STEAL"), &[]).steal_enabled);
+    }
+
+    #[test]
+    fn policy_names_round_trip_features() {
+        assert_eq!(cfs_on("kvm-4", Some("STEAL"), &[]).name(), "cfs@4.19+STEAL");
+        assert_eq!(cfs_on("kvm-4", Some("NO_WA_IDLE+STEAL"), &[]).name(), "cfs@4.19+STEAL+NO_WA_IDLE");
+        assert!(Cfs::new("4.19", Some("STEEL"), &[]).is_err());
+        assert!(Cfs::new("3.10", None, &[]).is_err());
     }
 }
