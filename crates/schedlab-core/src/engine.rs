@@ -88,7 +88,11 @@ struct CpuExec {
     in_segment: bool,
     need_resched: bool,
     resched_in_flight: bool,
-    tick_gen: u32,
+    /// The tick runs (the CPU is busy).
+    tick_on: bool,
+    /// A Tick event for this CPU is in the queue. Ticks fall on jiffy boundaries, so
+    /// a CPU that idles and wakes within one jiffy reuses it: at most one per CPU.
+    tick_queued: bool,
     /// When the CPU goes (went) idle, after its last scheduler work.
     idle_start_ns: u64,
     /// When the CPU last left idle.
@@ -268,8 +272,10 @@ impl Engine {
                     }
                 }
                 EventKind::Resched { cpu } => self.resched_arrives(cpu as usize),
-                EventKind::Tick { cpu, gen } => {
-                    if self.cpu[cpu as usize].tick_gen == gen {
+                EventKind::Tick { cpu } => {
+                    let c = &mut self.cpu[cpu as usize];
+                    c.tick_queued = false;
+                    if c.tick_on {
                         self.tick(cpu as usize);
                     }
                 }
@@ -497,8 +503,8 @@ impl Engine {
     fn tick(&mut self, cpu: usize) {
         let now = self.sys.now_ns;
         let next = now + self.sys.tick_ns;
-        let gen = self.cpu[cpu].tick_gen;
-        self.queue.push(next, EventKind::Tick { cpu: cpu as u32, gen });
+        self.queue.push(next, EventKind::Tick { cpu: cpu as u32 });
+        self.cpu[cpu].tick_queued = true;
         let Some(curr) = self.sys.curr(cpu) else { return };
         let resched = self.policy.task_tick(&mut self.sys, cpu, curr);
         self.policy.trigger_load_balance(&mut self.sys, cpu);
@@ -509,12 +515,16 @@ impl Engine {
         }
     }
 
+    /// Restart the tick of a CPU leaving idle (`tick_nohz_idle_exit`).
     fn start_tick(&mut self, cpu: usize) {
         let c = &mut self.cpu[cpu];
-        c.tick_gen = c.tick_gen.wrapping_add(1);
-        let t = self.sys.tick_ns;
-        let next = (self.sys.now_ns / t + 1) * t;
-        self.queue.push(next, EventKind::Tick { cpu: cpu as u32, gen: c.tick_gen });
+        c.tick_on = true;
+        if !c.tick_queued {
+            c.tick_queued = true;
+            let t = self.sys.tick_ns;
+            let next = (self.sys.now_ns / t + 1) * t;
+            self.queue.push(next, EventKind::Tick { cpu: cpu as u32 });
+        }
     }
 
     /// `__schedule()` on `cpu`. `prev_state` says how the running task (if any) left:
@@ -547,7 +557,7 @@ impl Engine {
                 self.sys.curr[cpu] = None;
                 let c = &mut self.cpu[cpu];
                 c.idle_start_ns = now + std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
-                c.tick_gen = c.tick_gen.wrapping_add(1);
+                c.tick_on = false;
                 self.sys.stats[cpu].busy_ns += c.idle_start_ns - c.busy_since_ns;
                 self.sys.set_cpu_state(cpu, CpuState::Idle);
             }

@@ -14,7 +14,7 @@ pub enum EventKind {
     /// A reschedule IPI (or idle wakeup) reaches `cpu`.
     Resched { cpu: u32 },
     /// Scheduler tick on a busy CPU.
-    Tick { cpu: u32, gen: u32 },
+    Tick { cpu: u32 },
     /// A sleeping task's timer expires.
     Timer { task: u32, gen: u32 },
 }
@@ -25,7 +25,7 @@ impl EventKind {
         match *self {
             EventKind::SegmentDone { cpu, gen } => (1, cpu as u64, gen as u64),
             EventKind::Resched { cpu } => (2, cpu as u64, 0),
-            EventKind::Tick { cpu, gen } => (3, cpu as u64, gen as u64),
+            EventKind::Tick { cpu } => (3, cpu as u64, 0),
             EventKind::Timer { task, gen } => (4, task as u64, gen as u64),
         }
     }
@@ -80,6 +80,28 @@ impl Digest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pops_in_time_then_insertion_order() {
+        let mut q = EventQueue::default();
+        let mut want = Vec::new();
+        // A deterministic shuffle of times with many ties.
+        let mut x = 12345u64;
+        for i in 0..1000u32 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let t = (x >> 33) % 50;
+            q.push(t, EventKind::Resched { cpu: i });
+            want.push((t, i));
+        }
+        want.sort_by_key(|&(t, i)| (t, i));
+        let got: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop())
+            .map(|(t, k)| match k {
+                EventKind::Resched { cpu } => (t, cpu),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
 
     #[test]
     fn same_time_pops_fifo() {
