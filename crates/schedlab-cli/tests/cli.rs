@@ -166,3 +166,65 @@ fn bad_input_fails_cleanly() {
     let o = schedlab(&["topology", "1x1x1"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn compare_json_has_the_seed_columns() {
+    let o = schedlab(&[
+        "compare",
+        "--base",
+        "cfs@4.19",
+        "--new",
+        "cfs@4.19+STEAL",
+        "--workload",
+        "hackbench loops=50",
+        "--vary",
+        "groups=1,2",
+        "--runs",
+        "2",
+        "--sysctl",
+        "sched_wakeup_granularity_ns=15000000",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["vary"], "1");
+    for side in ["base", "new"] {
+        for key in ["mean_s", "stddev_pct", "busy_pct", "sched", "idle", "wake", "find_pct", "steal"] {
+            assert!(rows[1][side][key].is_number(), "{side}.{key}");
+        }
+        assert_eq!(rows[0][side]["runs_s"].as_array().unwrap().len(), 2);
+    }
+    assert!(rows[0]["pct_speedup"].is_number());
+    assert_eq!(rows[0]["base"]["steal"], 0.0);
+}
+
+#[test]
+fn compare_text_prints_both_tables() {
+    let o = schedlab(&["compare", "--base", "fifo", "--new", "cfs@4.19", "--workload", "hackbench loops=20 groups=1", "--runs", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("%speedup") && out.contains("%find") && out.contains("--- base --"), "{out}");
+}
+
+#[test]
+fn compare_and_reproduce_bad_input() {
+    for (args, needle) in [
+        (vec!["compare", "--base", "cfs@4.19", "--new", "cfs@4.19", "--vary", "groups"], "groups"),
+        (vec!["compare", "--base", "cfs@4.19", "--new", "cfs@4.19", "--vary", "groupz=1,2"], "groupz=1"),
+        (vec!["compare", "--base", "cfs@4.19", "--new", "cfs@4.19", "--runs", "0"], "runs"),
+        (vec!["compare", "--base", "cfs@4.19", "--new", "cfs@4.19+NOPE"], "NOPE"),
+        (vec!["reproduce", "nosuch"], "nosuch"),
+        (vec!["reproduce", "steal", "--loops", "0"], "loops"),
+    ] {
+        let o = schedlab(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(stdout(&o).is_empty(), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let o = schedlab(&["reproduce", "--list"]);
+    assert!(o.status.success() && stdout(&o).contains("steal"));
+}
