@@ -16,6 +16,9 @@ const SCENARIOS: &[(&str, &str, &str, &str)] = &[
     ("8x2x32x2 hackbench g64", "8x2x32x2", "hackbench groups=64 loops=500", "hackbench groups=64 loops=50"),
 ];
 
+/// Policies measured: the reference queue and the kernel model.
+const POLICIES: &[&str] = &["fifo", "cfs@4.19"];
+
 /// Peak resident memory of this process so far (VmHWM), in KiB, if Linux says.
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -23,14 +26,35 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Runs every scenario in a child process of its own, so each row's peak memory
+/// is that scenario's alone.
 pub fn run(quick: bool) -> Result<(), Failure> {
-    println!("schedlab bench: machine broadwell-ep, seed 1 (peak RSS is the process's, cumulative)");
+    println!("schedlab bench: machine broadwell-ep, seed 1 (each row in its own process; peak_MiB = its VmHWM)");
     println!(
         "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9} {:>10} {:>9} {:>12} {:>10}",
         "scenario", "policy", "cpus", "tasks", "events", "wall_s", "Mevents/s", "sim_s", "sim_s/wall_s", "peak_MiB"
     );
+    let exe = std::env::current_exe().map_err(|e| Failure::Run(format!("bench: cannot find own executable: {e}")))?;
     for policy in POLICIES {
-        let rates = run_policy(policy, quick)?;
+        let mut rates = Vec::new();
+        for i in 0..SCENARIOS.len() {
+            let mut cmd = std::process::Command::new(&exe);
+            cmd.args(["bench", "--one", &i.to_string(), "--policy", policy]);
+            if quick {
+                cmd.arg("--quick");
+            }
+            let out = cmd.output().map_err(|e| Failure::Run(format!("bench: {e}")))?;
+            if !out.status.success() {
+                return Err(Failure::Run(format!("bench scenario {i} failed: {}", String::from_utf8_lossy(&out.stderr))));
+            }
+            let line = String::from_utf8_lossy(&out.stdout).into_owned();
+            print!("{line}");
+            // The Mevents/s column, fourth from the end (scenario names have spaces).
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if let Some(rate) = cols.len().checked_sub(4).and_then(|i| cols[i].parse::<f64>().ok()) {
+                rates.push(rate);
+            }
+        }
         if let (Some(first), Some(last)) = (rates.first(), rates.last()) {
             println!("{policy}: events/s of the 1024-CPU scenario relative to the 20-CPU one: {:.2}", last / first);
         }
@@ -38,41 +62,42 @@ pub fn run(quick: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Policies measured: the reference queue and the kernel model.
-const POLICIES: &[&str] = &["fifo", "cfs@4.19"];
-
-fn run_policy(policy: &str, quick: bool) -> Result<Vec<f64>, Failure> {
-    let mut rates = Vec::new();
-    for &(name, topo, workload, quick_workload) in SCENARIOS {
-        let w = if quick { quick_workload } else { workload };
-        let spec = RunSpec {
-            topo: parse_topology(topo)?,
-            machine: crate::machines::load("broadwell-ep")?,
-            policy: policy.into(),
-            sysctls: Vec::new(),
-            workload: Workload::parse(w)?,
-            cfg: RunConfig { seed: 1, check: false, ..RunConfig::default() },
-        };
-        let engine = spec.engine();
-        let t0 = Instant::now();
-        let r = engine.run();
-        let wall = t0.elapsed().as_secs_f64().max(1e-9);
-        check_result(&r, false)?;
-        let rate = r.events as f64 / wall;
-        rates.push(rate);
-        println!(
-            "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9.3} {:>10.2} {:>9.3} {:>12.3} {:>10.1}",
-            name,
-            policy,
-            r.ncpus,
-            r.tasks.len(),
-            r.events,
-            wall,
-            rate / 1e6,
-            r.end_ns as f64 / 1e9,
-            r.end_ns as f64 / 1e9 / wall,
-            peak_rss_kib().unwrap_or(0) as f64 / 1024.0
-        );
-    }
-    Ok(rates)
+/// One scenario, one row (the child process of `run`).
+pub fn run_one(index: usize, policy: &str, quick: bool) -> Result<(), Failure> {
+    let Some(&(name, topo, workload, quick_workload)) = SCENARIOS.get(index) else {
+        return Err(Failure::Input(schedlab_core::SpecError::new(
+            "bench scenario",
+            index.to_string(),
+            format!("0..{}", SCENARIOS.len()),
+        )));
+    };
+    let w = if quick { quick_workload } else { workload };
+    let spec = RunSpec {
+        topo: parse_topology(topo)?,
+        machine: crate::machines::load("broadwell-ep")?,
+        policy: policy.into(),
+        sysctls: Vec::new(),
+        workload: Workload::parse(w)?,
+        cfg: RunConfig { seed: 1, check: false, ..RunConfig::default() },
+    };
+    schedlab_policies::policy_by_name(policy, &[])?;
+    let engine = spec.engine();
+    let t0 = Instant::now();
+    let r = engine.run();
+    let wall = t0.elapsed().as_secs_f64().max(1e-9);
+    check_result(&r, false)?;
+    println!(
+        "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9.3} {:>10.2} {:>9.3} {:>12.3} {:>10.1}",
+        name,
+        policy,
+        r.ncpus,
+        r.tasks.len(),
+        r.events,
+        wall,
+        r.events as f64 / wall / 1e6,
+        r.end_ns as f64 / 1e9,
+        r.end_ns as f64 / 1e9 / wall,
+        peak_rss_kib().unwrap_or(0) as f64 / 1024.0
+    );
+    Ok(())
 }

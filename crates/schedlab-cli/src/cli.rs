@@ -74,6 +74,11 @@ pub enum Command {
         /// Smaller scenarios (for a smoke test).
         #[arg(long)]
         quick: bool,
+        /// Run only scenario N in this process (used by bench itself).
+        #[arg(long, hide = true)]
+        one: Option<usize>,
+        #[arg(long, hide = true, default_value = "cfs@4.19")]
+        policy: String,
     },
 }
 
@@ -213,7 +218,8 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Calibrate { name, out, quick } => crate::calibrate_cmd(name, out, quick),
-        Command::Bench { quick } => crate::bench::run(quick),
+        Command::Bench { quick, one: None, .. } => crate::bench::run(quick),
+        Command::Bench { quick, one: Some(i), policy } => crate::bench::run_one(i, &policy, quick),
         Command::Compare(a) => compare(&a),
         Command::Reproduce { name, list, runs, loops, groups, format } => {
             if list || name.is_none() {

@@ -203,7 +203,8 @@ fn compare_json_has_the_seed_columns() {
 
 #[test]
 fn compare_text_prints_both_tables() {
-    let o = schedlab(&["compare", "--base", "fifo", "--new", "cfs@4.19", "--workload", "hackbench loops=20 groups=1", "--runs", "1"]);
+    let o =
+        schedlab(&["compare", "--base", "fifo", "--new", "cfs@4.19", "--workload", "hackbench loops=20 groups=1", "--runs", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("%speedup") && out.contains("%find") && out.contains("--- base --"), "{out}");
