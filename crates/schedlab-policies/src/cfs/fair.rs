@@ -574,19 +574,19 @@ impl Cfs {
             return false;
         }
         let scale = self.rq[cpu].cfs.nr_running as u64 >= self.sysctl.nr_latency;
+        let mut next_buddy_marked = false;
         if self.feat.next_buddy && scale && !fork {
             self.rq[cpu].cfs.next = Some(p);
+            next_buddy_marked = true;
         }
         if !self.feat.wakeup_preemption {
             return false;
         }
         self.update_curr(cpu, sys.now_ns);
         if self.wakeup_preempt_entity(curr, p) == 1 {
-            if self.rq[cpu].cfs.next.is_none() || !self.feat.next_buddy {
-                // set_next_buddy(pse) only if not already set by NEXT_BUDDY above.
-                if self.feat.next_buddy {
-                    self.rq[cpu].cfs.next = Some(p);
-                }
+            // Bias the next pick towards the task that caused the preemption.
+            if !next_buddy_marked {
+                self.rq[cpu].cfs.next = Some(p);
             }
             if self.feat.last_buddy && scale && self.se[curr].on_rq {
                 self.rq[cpu].cfs.last = Some(curr);
@@ -698,6 +698,13 @@ impl SchedClass for Cfs {
             // migrate_task_rq_fair(): vruntime relative to the old queue, load detached.
             self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(self.rq[from].cfs.min_vruntime);
             self.detach_load(from, p);
+        }
+        if reason == EnqueueReason::New {
+            // wake_up_new_task() → post_init_entity_util_avg(): the new task's
+            // utilisation is estimated from the runqueue it lands on.
+            let cfs_avg = self.rq[cpu].cfs.avg;
+            let w = self.se[p].load.weight;
+            self.se[p].avg.post_init_util_avg(&cfs_avg, w);
         }
         self.enqueue_entity(cpu, p, wakeup, migrated, now);
         self.charge_overload_update(sys, cpu, was_overloaded);
