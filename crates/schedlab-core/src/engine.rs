@@ -460,7 +460,14 @@ impl Engine {
         self.cpu[cpu].resched_in_flight = false;
         match self.sys.cpu_state(cpu) {
             CpuState::Idle | CpuState::Kicked => {
-                self.cpu[cpu].busy_since_ns = self.sys.now_ns.max(self.cpu[cpu].idle_start_ns);
+                let now = self.sys.now_ns;
+                if now < self.cpu[cpu].idle_start_ns {
+                    // Still finishing scheduler work before idling: it looks again then.
+                    self.queue.push(self.cpu[cpu].idle_start_ns, EventKind::Resched { cpu: cpu as u32 });
+                    return;
+                }
+                self.cpu[cpu].busy_since_ns = now;
+                self.sys.active[cpu] = true;
                 self.schedule(cpu, None);
             }
             CpuState::Busy => {
@@ -557,6 +564,7 @@ impl Engine {
                 self.sys.curr[cpu] = None;
                 let c = &mut self.cpu[cpu];
                 c.idle_start_ns = now + std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
+                self.sys.active[cpu] = false;
                 c.tick_on = false;
                 self.sys.stats[cpu].busy_ns += c.idle_start_ns - c.busy_since_ns;
                 self.sys.set_cpu_state(cpu, CpuState::Idle);

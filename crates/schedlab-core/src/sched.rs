@@ -146,6 +146,8 @@ pub struct System {
     pub(crate) idle_mask: CpuSet,
     /// Scheduler time charged but not yet spent, per CPU.
     pub(crate) pending_overhead_ns: Vec<u64>,
+    /// The CPU is out of idle (executing the scheduler or a task).
+    pub(crate) active: Vec<bool>,
     pub(crate) requests: Vec<Request>,
     /// The CPU executing the current kernel path (`smp_processor_id()`).
     pub(crate) this_cpu: usize,
@@ -170,6 +172,7 @@ impl System {
             curr: vec![None; n],
             idle_mask: CpuSet::full(n),
             pending_overhead_ns: vec![0; n],
+            active: vec![false; n],
             requests: Vec::new(),
             this_cpu: 0,
             waiting: vec![0; n],
@@ -213,9 +216,15 @@ impl System {
         &self.idle_mask
     }
 
-    /// Charges `ns` of scheduler work to `cpu`; it delays what `cpu` does next.
+    /// Charges `ns` of scheduler work to `cpu`; it delays what `cpu` does next. On a
+    /// CPU that is idle (work done from interrupt context, or before the first task
+    /// exists) it is booked as busy time at once and delays nothing.
     pub fn charge(&mut self, cpu: usize, kind: Charge, ns: u64) {
-        self.pending_overhead_ns[cpu] += ns;
+        if self.active[cpu] {
+            self.pending_overhead_ns[cpu] += ns;
+        } else {
+            self.stats[cpu].busy_ns += ns;
+        }
         match kind {
             Charge::Sched => self.stats[cpu].sched_ns += ns,
             Charge::Find => self.stats[cpu].find_ns += ns,

@@ -418,7 +418,8 @@ impl Cfs {
                 }
             }
         }
-        sys.charge_search(this_cpu, scanned, 0, 0);
+        let this = sys.this_cpu();
+        sys.charge_search(this, scanned, 0, 0);
         if sd_flag != SD_BALANCE_FORK {
             let task_util = self.se[p].avg.util_avg;
             if this_spare > task_util / 2 && imbalance_scale * this_spare > 100 * most_spare {
@@ -472,7 +473,8 @@ impl Cfs {
                 }
             }
         }
-        sys.charge_search(this_cpu, scanned, 0, 0);
+        let this = sys.this_cpu();
+        sys.charge_search(this, scanned, 0, 0);
         shallowest.or(least).map_or(this_cpu, |(c, _)| c)
     }
 }
