@@ -52,20 +52,20 @@ pub enum Command {
     Compare(CompareArgs),
     /// Reproduce a seed's published experiment, printed beside the published table.
     Reproduce {
-        /// Experiment name (steal), or --list.
+        /// Experiment name (see --list) or a path to an experiment .toml.
         name: Option<String>,
-        /// List the experiments.
+        /// List the shipped experiments.
         #[arg(long)]
         list: bool,
-        /// Runs per side.
-        #[arg(long, default_value_t = 10)]
-        runs: u64,
-        /// hackbench loops (the published experiment used 100000).
-        #[arg(long, default_value_t = 100_000)]
-        loops: u64,
+        /// Runs per side (default: the experiment's).
+        #[arg(long)]
+        runs: Option<u64>,
+        /// Loops instead of the published count, for a quick look.
+        #[arg(long)]
+        loops: Option<u64>,
         /// Only these rows, e.g. 1,2.
-        #[arg(long, value_delimiter = ',')]
-        groups: Option<Vec<u64>>,
+        #[arg(long, alias = "groups", value_delimiter = ',')]
+        rows: Option<Vec<String>>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -221,20 +221,15 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Bench { quick, one: None, .. } => crate::bench::run(quick),
         Command::Bench { quick, one: Some(i), policy } => crate::bench::run_one(i, &policy, quick),
         Command::Compare(a) => compare(&a),
-        Command::Reproduce { name, list, runs, loops, groups, format } => {
-            if list || name.is_none() {
-                for (n, what) in crate::reproduce::EXPERIMENTS {
-                    println!("{n:<10} {what}");
-                }
-                return Ok(());
+        Command::Reproduce { name, list, runs, loops, rows, format } => {
+            let Some(name) = name.filter(|_| !list) else { return crate::reproduce::list() };
+            if let Some(r) = runs.filter(|&r| r == 0 || r > 10_000) {
+                return Err(SpecError::new("runs", r.to_string(), "an integer from 1 to 10000").into());
             }
-            if runs == 0 || runs > 10_000 {
-                return Err(SpecError::new("runs", runs.to_string(), "an integer from 1 to 10000").into());
-            }
-            if loops == 0 {
+            if loops == Some(0) {
                 return Err(SpecError::new("loops", "0", "a positive integer").into());
             }
-            crate::reproduce::run(name.as_deref().unwrap_or_default(), runs, loops, groups, format == Format::Json)
+            crate::reproduce::run(&name, runs, loops, rows, format == Format::Json)
         }
     }
 }

@@ -1,204 +1,327 @@
-//! `schedlab reproduce NAME`: a seed's published experiment, simulated, printed
-//! side by side with the published table and checked against the issue's targets.
+//! `schedlab reproduce NAME`: a seed's published experiment, read from
+//! `experiments/NAME.toml` (built in) or a `.toml` path, simulated, and printed side
+//! by side with the published table, with the experiment's targets checked.
 
-use crate::cli::parse_topology;
+use serde::Deserialize;
+
+use crate::cli::{parse_sysctls, parse_topology};
 use crate::compare::{self, Comparison, Row};
 use crate::Failure;
 use schedlab_core::error::SpecError;
 
-/// One published row of the steal seed (Sistare, "[v3,08/10] sched/fair: Steal work
-/// from an overloaded CPU when CPU goes idle", LKML, 9 Nov 2018): X6-2, 1 socket ×
-/// 10 cores × 2 threads, Xeon E5-2630 v4, `hackbench <grps> process 100000`,
-/// sched_wakeup_granularity_ns=15000000; per-CPU averages of schedstat deltas.
-pub struct StealRow {
-    pub groups: u64,
-    pub base_time_s: f64,
-    pub base_busy: f64,
-    pub base_sched: f64,
-    pub base_idle: f64,
-    pub base_wake: f64,
-    pub base_find: f64,
-    pub new_time_s: f64,
-    pub new_busy: f64,
-    pub new_sched: f64,
-    pub new_idle: f64,
-    pub new_wake: f64,
-    pub new_find: f64,
-    pub new_steal: f64,
-    pub speedup: f64,
+/// Shipped experiments: (name, TOML).
+pub const BUILTIN: &[(&str, &str)] = &[("steal", include_str!("../../../experiments/steal.toml"))];
+
+/// One experiment file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub name: String,
+    pub title: String,
+    /// Where the published numbers come from.
+    pub source: String,
+    pub topology: String,
+    pub machine: String,
+    pub base: String,
+    pub new: String,
+    /// The workload spec without the varied key.
+    pub workload: String,
+    /// The workload key each row sets.
+    pub vary: String,
+    #[serde(default)]
+    pub sysctls: Vec<String>,
+    pub runs: u64,
+    #[serde(default = "default_hz")]
+    pub hz: u64,
+    #[serde(default)]
+    pub targets: Targets,
+    pub rows: Vec<PublishedRow>,
 }
 
-#[rustfmt::skip]
-pub const STEAL_PUBLISHED: [StealRow; 5] = [
-    StealRow { groups: 1, base_time_s: 8.084, base_busy: 75.02, base_sched: 105476.0, base_idle: 46291.0, base_wake: 59183.0, base_find: 0.31,
-               new_time_s: 5.938, new_busy: 96.80, new_sched: 31255.0, new_idle: 7190.0, new_wake: 24061.0, new_find: 0.63, new_steal: 7433.0, speedup: 36.1 },
-    StealRow { groups: 2, base_time_s: 13.892, base_busy: 85.33, base_sched: 190225.0, base_idle: 70958.0, base_wake: 119264.0, base_find: 0.45,
-               new_time_s: 11.491, new_busy: 99.23, new_sched: 74097.0, new_idle: 4578.0, new_wake: 69512.0, new_find: 0.84, new_steal: 19463.0, speedup: 20.9 },
-    StealRow { groups: 3, base_time_s: 19.668, base_busy: 89.04, base_sched: 263896.0, base_idle: 87047.0, base_wake: 176850.0, base_find: 0.49,
-               new_time_s: 16.987, new_busy: 99.66, new_sched: 115824.0, new_idle: 1985.0, new_wake: 113826.0, new_find: 0.77, new_steal: 24707.0, speedup: 15.8 },
-    StealRow { groups: 4, base_time_s: 25.279, base_busy: 91.28, base_sched: 322171.0, base_idle: 94691.0, base_wake: 227474.0, base_find: 0.51,
-               new_time_s: 22.504, new_busy: 99.80, new_sched: 167188.0, new_idle: 2385.0, new_wake: 164786.0, new_find: 0.75, new_steal: 29353.0, speedup: 12.3 },
-    StealRow { groups: 8, base_time_s: 47.832, base_busy: 94.86, base_sched: 630636.0, base_idle: 144141.0, base_wake: 486322.0, base_find: 0.56,
-               new_time_s: 44.441, new_busy: 99.86, new_sched: 389153.0, new_idle: 1616.0, new_wake: 387401.0, new_find: 0.67, new_steal: 38190.0, speedup: 7.6 },
-];
-
-/// Experiments `reproduce` knows.
-pub const EXPERIMENTS: &[(&str, &str)] =
-    &[("steal", "Sistare 2018: hackbench process 100000, groups 1-8, on the 20-CPU X6-2, cfs@4.19 vs cfs@4.19+STEAL")];
-
-/// The steal seed's experiment at a chosen scale.
-pub fn steal_comparison(runs: u64, loops: u64, groups: &[u64]) -> Result<Comparison, SpecError> {
-    Ok(Comparison {
-        topo: parse_topology("x6-2-20")?,
-        machine: crate::machines::load("broadwell-ep")?,
-        base: "cfs@4.19".into(),
-        new: "cfs@4.19+STEAL".into(),
-        sysctls: vec![("sched_wakeup_granularity_ns".into(), "15000000".into())],
-        workload: format!("hackbench loops={loops} ipc=socket mode=process"),
-        vary: Some(("groups".into(), groups.iter().map(|g| g.to_string()).collect())),
-        runs,
-        hz: 250,
-        first_seed: 1,
-    })
+fn default_hz() -> u64 {
+    250
 }
 
-/// Whether each target of the steal issue holds for a row (full scale).
-pub fn steal_targets(p: &StealRow, r: &Row) -> Vec<(&'static str, bool)> {
-    vec![
-        ("STEAL faster", r.pct_speedup() > 0.0),
-        ("%speedup within ±8", (r.pct_speedup() - p.speedup).abs() <= 8.0),
-        ("base %busy within ±8", (r.base.mean.busy_pct - p.base_busy).abs() <= 8.0),
-        ("STEAL %busy ≥ 95", r.new.mean.busy_pct >= 95.0),
-        ("%find ≤ 1", r.base.mean.find_pct <= 1.0 && r.new.mean.find_pct <= 1.0),
-    ]
+/// What the simulation should reach at full scale.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Targets {
+    pub speedup_within_points: Option<f64>,
+    pub base_busy_within_points: Option<f64>,
+    pub new_busy_at_least: Option<f64>,
+    pub find_at_most_pct: Option<f64>,
 }
 
-/// Published and simulated side by side, row by row, with the target checks.
-pub fn steal_text(c: &Comparison, rows: &[Row], loops: u64) -> String {
-    let mut out = String::new();
-    out.push_str("Reproduction: Sistare 2018, steal work from an overloaded CPU when a CPU goes idle\n");
-    out.push_str(&format!(
-        "X6-2 (x6-2-20, 1x1x10x2), machine broadwell-ep, hackbench <grps> process {loops}, sockets,\n\
-         sched_wakeup_granularity_ns=15000000, {} runs per side. pub = published (100000 loops), sim = simulated.\n",
-        c.runs
-    ));
-    if loops != 100_000 {
-        out.push_str("(reduced scale: times are not comparable with the published ones; counters scale with loops)\n");
+/// One published row.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishedRow {
+    pub vary: String,
+    pub pct_speedup: f64,
+    pub base: PublishedSide,
+    pub new: PublishedSide,
+}
+
+/// One side of a published row; counters are per-CPU averages, as the seed prints.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishedSide {
+    pub time_s: f64,
+    pub busy_pct: Option<f64>,
+    pub slice_ms: Option<f64>,
+    pub sched: Option<f64>,
+    pub idle: Option<f64>,
+    pub wake: Option<f64>,
+    pub find_pct: Option<f64>,
+    pub steal: Option<f64>,
+}
+
+/// A shipped experiment by name, or a `.toml` file by path.
+pub fn load(name_or_path: &str) -> Result<Experiment, SpecError> {
+    let (text, origin) = match BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+        Some((n, t)) => (t.to_string(), n.to_string()),
+        None if name_or_path.ends_with(".toml") => {
+            let t = std::fs::read_to_string(name_or_path)
+                .map_err(|e| SpecError::new("experiment file", name_or_path, format!("a readable TOML file ({e})")))?;
+            (t, name_or_path.to_string())
+        }
+        None => {
+            let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+            return Err(SpecError::new(
+                "experiment",
+                name_or_path,
+                format!("one of {} or a path ending in .toml", names.join(", ")),
+            ));
+        }
+    };
+    let e: Experiment = toml::from_str(&text).map_err(|e| {
+        SpecError::new("experiment file", &origin, format!("an experiment TOML like experiments/steal.toml ({})", e.message()))
+    })?;
+    if e.rows.is_empty() {
+        return Err(SpecError::new("experiment rows", &origin, "at least one [[rows]] entry"));
     }
-    out.push_str(&format!(
-        "\n{:>4} | {:>15} | {:>15} | {:>13} | {:>13} | {:>13} | {:>11} | {:>15} | {:>13}\n",
-        "grps", "base time s", "new time s", "%speedup", "base %busy", "new %busy", "%find b/n", "steal/CPU", "steal ×scale"
-    ));
-    out.push_str(&format!(
-        "{:>4} | {:>7} {:>7} | {:>7} {:>7} | {:>6} {:>6} | {:>6} {:>6} | {:>6} {:>6} | {:>5} {:>5} | {:>7} {:>7} | {:>6} {:>6}\n",
-        "",
-        "pub",
-        "sim",
-        "pub",
-        "sim",
-        "pub",
-        "sim",
-        "pub",
-        "sim",
-        "pub",
-        "sim",
-        "sim b",
-        "sim n",
-        "pub",
-        "sim",
-        "pub b",
-        "sim b"
-    ));
-    for r in rows {
-        let Some(p) = STEAL_PUBLISHED.iter().find(|p| p.groups.to_string() == r.vary) else { continue };
-        out.push_str(&format!(
-            "{:>4} | {:>7.3} {:>7.3} | {:>7.3} {:>7.3} | {:>6.1} {:>6.1} | {:>6.2} {:>6.2} | {:>6.2} {:>6.2} | {:>5.2} {:>5.2} | {:>7.0} {:>7.0} | {:>6.0} {:>6.0}\n",
-            r.vary,
-            p.base_time_s,
-            r.base.mean.time_s,
-            p.new_time_s,
-            r.new.mean.time_s,
-            p.speedup,
-            r.pct_speedup(),
-            p.base_busy,
-            r.base.mean.busy_pct,
-            p.new_busy,
-            r.new.mean.busy_pct,
-            r.base.mean.find_pct,
-            r.new.mean.find_pct,
-            p.new_steal,
-            r.new.mean.steal,
-            p.new_steal,
-            r.new.mean.steal * 100_000.0 / loops as f64,
-        ));
+    Ok(e)
+}
+
+/// The `loops=` value of a workload spec, if it has one.
+fn loops_of(workload: &str) -> Option<u64> {
+    workload.split_whitespace().find_map(|w| w.strip_prefix("loops=")).and_then(|v| v.parse().ok())
+}
+
+impl Experiment {
+    /// The comparison at `runs` runs per side and, if given, `loops` instead of the
+    /// published loop count.
+    pub fn comparison(&self, runs: Option<u64>, loops: Option<u64>, only: Option<&[String]>) -> Result<Comparison, SpecError> {
+        let mut workload = self.workload.clone();
+        if let Some(l) = loops {
+            if loops_of(&workload).is_none() {
+                return Err(SpecError::new(
+                    "loops",
+                    l.to_string(),
+                    format!("no --loops: the workload '{workload}' has no loops= key"),
+                ));
+            }
+            workload = workload
+                .split_whitespace()
+                .map(|w| if w.starts_with("loops=") { format!("loops={l}") } else { w.to_string() })
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        let values: Vec<String> =
+            self.rows.iter().map(|r| r.vary.clone()).filter(|v| only.is_none_or(|o| o.contains(v))).collect();
+        if values.is_empty() {
+            return Err(SpecError::new(
+                "rows",
+                only.map(|o| o.join(",")).unwrap_or_default(),
+                "values among the experiment's rows",
+            ));
+        }
+        Ok(Comparison {
+            topo: parse_topology(&self.topology)?,
+            machine: crate::machines::load(&self.machine)?,
+            base: self.base.clone(),
+            new: self.new.clone(),
+            sysctls: parse_sysctls(&self.sysctls)?,
+            workload,
+            vary: Some((self.vary.clone(), values)),
+            runs: runs.unwrap_or(self.runs),
+            hz: self.hz,
+            first_seed: 1,
+        })
     }
-    // Counters grow with the loop count: scale the simulated ones to 100000 loops.
-    let scale = 100_000.0 / loops as f64;
-    out.push_str(&format!("\nPer-CPU schedstat deltas, published vs simulated (simulated × {scale:.1} for the loop count):\n"));
-    out.push_str(&format!(
-        "{:>4} | {:>15} | {:>15} | {:>15} | {:>11} | {:>15} | {:>15} | {:>15} | {:>11}\n",
-        "grps", "base sched", "base idle", "base wake", "base %find", "new sched", "new idle", "new wake", "new %find"
-    ));
-    for r in rows {
-        let Some(p) = STEAL_PUBLISHED.iter().find(|p| p.groups.to_string() == r.vary) else { continue };
-        let (b, n) = (&r.base.mean, &r.new.mean);
-        out.push_str(&format!(
-            "{:>4} | {:>7.0} {:>7.0} | {:>7.0} {:>7.0} | {:>7.0} {:>7.0} | {:>5.2} {:>5.2} | {:>7.0} {:>7.0} | {:>7.0} {:>7.0} | {:>7.0} {:>7.0} | {:>5.2} {:>5.2}\n",
-            r.vary,
-            p.base_sched,
-            b.sched * scale,
-            p.base_idle,
-            b.idle * scale,
-            p.base_wake,
-            b.wake * scale,
-            p.base_find,
-            b.find_pct,
-            p.new_sched,
-            n.sched * scale,
-            p.new_idle,
-            n.idle * scale,
-            p.new_wake,
-            n.wake * scale,
-            p.new_find,
-            n.find_pct,
-        ));
-    }
-    out.push_str("\nTargets (full scale): ");
-    let mut all = true;
-    for r in rows {
-        let Some(p) = STEAL_PUBLISHED.iter().find(|p| p.groups.to_string() == r.vary) else { continue };
-        let missed: Vec<&str> = steal_targets(p, r).into_iter().filter(|(_, ok)| !ok).map(|(n, _)| n).collect();
-        if !missed.is_empty() {
-            all = false;
-            out.push_str(&format!("\n  groups {}: missed {}", r.vary, missed.join(", ")));
+
+    /// Factor that brings simulated counters to the published loop count.
+    fn counter_scale(&self, c: &Comparison) -> f64 {
+        match (loops_of(&self.workload), loops_of(&c.workload)) {
+            (Some(published), Some(sim)) if sim > 0 => published as f64 / sim as f64,
+            _ => 1.0,
         }
     }
-    if all {
-        out.push_str("all met");
+
+    /// Each target, checked on one row.
+    pub fn check(&self, p: &PublishedRow, r: &Row) -> Vec<(String, bool)> {
+        let t = &self.targets;
+        let mut out = vec![("new faster".to_string(), r.pct_speedup() > 0.0)];
+        if let Some(w) = t.speedup_within_points {
+            out.push((format!("%speedup within ±{w}"), (r.pct_speedup() - p.pct_speedup).abs() <= w));
+        }
+        if let (Some(w), Some(pb)) = (t.base_busy_within_points, p.base.busy_pct) {
+            out.push((format!("base %busy within ±{w}"), (r.base.mean.busy_pct - pb).abs() <= w));
+        }
+        if let Some(m) = t.new_busy_at_least {
+            out.push((format!("new %busy ≥ {m}"), r.new.mean.busy_pct >= m));
+        }
+        if let Some(m) = t.find_at_most_pct {
+            out.push((format!("%find ≤ {m}"), r.base.mean.find_pct <= m && r.new.mean.find_pct <= m));
+        }
+        out
     }
-    out.push_str("\n\nSimulated tables in the seed's layout:\n");
-    out.push_str(&compare::text(c, rows));
-    out
+
+    /// Published and simulated side by side, then the target checks and the
+    /// simulated tables in the seed's own layout.
+    pub fn text(&self, c: &Comparison, rows: &[Row]) -> String {
+        let mut out = String::new();
+        let scale = self.counter_scale(c);
+        out.push_str(&format!("Reproduction: {}\nPublished: {}\n", self.title, self.source));
+        out.push_str(&format!(
+            "Simulated: {} vs {} on {} ({} CPUs), machine {}, '{}' per {}, {} runs per side{}\n",
+            c.base,
+            c.new,
+            c.topo.name,
+            c.topo.ncpus(),
+            c.machine.name,
+            c.workload,
+            self.vary,
+            c.runs,
+            if c.sysctls.is_empty() { String::new() } else { format!(", {}", self.sysctls.join(" ")) }
+        ));
+        if scale != 1.0 {
+            out.push_str(&format!(
+                "Reduced scale: times are not comparable with the published ones; counters below are simulated × {scale:.1}.\n"
+            ));
+        }
+        out.push_str(&format!(
+            "\n{:>6} | {:>15} | {:>15} | {:>13} | {:>13} | {:>13} | {:>15}\n",
+            self.vary, "base time s", "new time s", "%speedup", "base %busy", "new %busy", "steal/CPU"
+        ));
+        out.push_str(&format!(
+            "{:>6} | {:>7} {:>7} | {:>7} {:>7} | {:>6} {:>6} | {:>6} {:>6} | {:>6} {:>6} | {:>7} {:>7}\n",
+            "", "pub", "sim", "pub", "sim", "pub", "sim", "pub", "sim", "pub", "sim", "pub", "sim"
+        ));
+        let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |x| format!("{x:.prec$}"));
+        for (p, r) in self.matched(rows) {
+            out.push_str(&format!(
+                "{:>6} | {:>7.3} {:>7.3} | {:>7.3} {:>7.3} | {:>6.1} {:>6.1} | {:>6} {:>6.2} | {:>6} {:>6.2} | {:>7} {:>7.0}\n",
+                r.vary,
+                p.base.time_s,
+                r.base.mean.time_s,
+                p.new.time_s,
+                r.new.mean.time_s,
+                p.pct_speedup,
+                r.pct_speedup(),
+                opt(p.base.busy_pct, 2),
+                r.base.mean.busy_pct,
+                opt(p.new.busy_pct, 2),
+                r.new.mean.busy_pct,
+                opt(p.new.steal, 0),
+                r.new.mean.steal * scale,
+            ));
+        }
+        out.push_str("\nPer-CPU schedstat deltas, published vs simulated:\n");
+        out.push_str(&format!(
+            "{:>6} | {:<5} | {:>15} | {:>15} | {:>15} | {:>11} | {:>11}\n",
+            self.vary, "side", "sched", "idle", "wake", "%find", "slice ms"
+        ));
+        for (p, r) in self.matched(rows) {
+            for (label, ps, s) in [("base", &p.base, &r.base.mean), ("new", &p.new, &r.new.mean)] {
+                out.push_str(&format!(
+                    "{:>6} | {:<5} | {:>7} {:>7.0} | {:>7} {:>7.0} | {:>7} {:>7.0} | {:>5} {:>5.2} | {:>5} {:>5.2}\n",
+                    r.vary,
+                    label,
+                    opt(ps.sched, 0),
+                    s.sched * scale,
+                    opt(ps.idle, 0),
+                    s.idle * scale,
+                    opt(ps.wake, 0),
+                    s.wake * scale,
+                    opt(ps.find_pct, 2),
+                    s.find_pct,
+                    opt(ps.slice_ms, 2),
+                    s.slice_ms,
+                ));
+            }
+        }
+        out.push_str("\nTargets (they apply at full scale):");
+        let mut all = true;
+        for (p, r) in self.matched(rows) {
+            let missed: Vec<String> = self.check(p, r).into_iter().filter(|(_, ok)| !ok).map(|(n, _)| n).collect();
+            if !missed.is_empty() {
+                all = false;
+                out.push_str(&format!("\n  {} {}: missed {}", self.vary, r.vary, missed.join(", ")));
+            }
+        }
+        if all {
+            out.push_str(" all met");
+        }
+        out.push_str("\n\nSimulated, in the seed's layout:\n");
+        out.push_str(&compare::text(c, rows));
+        out
+    }
+
+    fn matched<'a>(&'a self, rows: &'a [Row]) -> impl Iterator<Item = (&'a PublishedRow, &'a Row)> {
+        rows.iter().filter_map(|r| self.rows.iter().find(|p| p.vary == r.vary).map(|p| (p, r)))
+    }
+}
+
+/// `schedlab reproduce --list`.
+pub fn list() -> Result<(), Failure> {
+    for (name, _) in BUILTIN {
+        let e = load(name)?;
+        println!("{:<10} {}", e.name, e.title);
+    }
+    Ok(())
 }
 
 /// `schedlab reproduce NAME`.
-pub fn run(name: &str, runs: u64, loops: u64, groups: Option<Vec<u64>>, json: bool) -> Result<(), Failure> {
-    match name {
-        "steal" => {
-            let groups = groups.unwrap_or_else(|| STEAL_PUBLISHED.iter().map(|p| p.groups).collect());
-            let c = steal_comparison(runs, loops, &groups)?;
-            c.validate()?;
-            let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
-            if json {
-                println!("{}", compare::json(&c, &rows));
-            } else {
-                print!("{}", steal_text(&c, &rows, loops));
-            }
-            Ok(())
+pub fn run(name: &str, runs: Option<u64>, loops: Option<u64>, only: Option<Vec<String>>, json: bool) -> Result<(), Failure> {
+    let e = load(name)?;
+    let c = e.comparison(runs, loops, only.as_deref())?;
+    c.validate()?;
+    let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+    if json {
+        println!("{}", compare::json(&c, &rows));
+    } else {
+        print!("{}", e.text(&c, &rows));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_experiment_loads_and_builds_its_comparison() {
+        for (name, _) in BUILTIN {
+            let e = load(name).unwrap();
+            assert_eq!(&e.name, name);
+            let c = e.comparison(Some(1), Some(10), None).unwrap();
+            c.validate().unwrap();
+            assert!(c.workload.contains("loops=10"));
         }
-        _ => {
-            let names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.0).collect();
-            Err(Failure::Input(SpecError::new("experiment", name, format!("one of: {}", names.join(", ")))))
-        }
+    }
+
+    #[test]
+    fn bad_experiment_files_name_the_problem() {
+        let dir = std::env::temp_dir().join(format!("schedlab-exp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("bad.toml");
+        std::fs::write(&p, "name = \"x\"\ntitle = 3\n").unwrap();
+        let e = load(p.to_str().unwrap()).unwrap_err();
+        assert!(e.expected.contains("experiment TOML"), "{e}");
+        let e = load("nosuch").unwrap_err();
+        assert!(e.expected.contains("steal"));
+        let e = load(dir.join("missing.toml").to_str().unwrap()).unwrap_err();
+        assert_eq!(e.field, "experiment file");
     }
 }
