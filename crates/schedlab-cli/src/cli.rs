@@ -88,6 +88,20 @@ pub enum Format {
     Json,
 }
 
+/// Output of `compare`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// The steal seed's schedstat tables.
+    Text,
+    Json,
+    /// mmtests compare-kernels.sh layout of the elapsed times.
+    Mmtests,
+    /// FreeBSD ministat of the elapsed times, one block per row.
+    Ministat,
+    /// row,kernel,run,value of the elapsed times.
+    Csv,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// NxLxCxT, a preset name or host.
@@ -149,8 +163,8 @@ pub struct CompareArgs {
     /// First seed; runs use seed, seed+1, ...
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
 }
 
 /// A fully validated run.
@@ -252,10 +266,14 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
     };
     c.validate()?;
     let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
-    match a.format {
-        Format::Text => print!("{}", crate::compare::text(&c, &rows)),
-        Format::Json => println!("{}", crate::compare::json(&c, &rows)),
-    }
+    let out = match a.format {
+        CompareFormat::Text => crate::compare::text(&c, &rows),
+        CompareFormat::Json => crate::compare::json(&c, &rows) + "\n",
+        CompareFormat::Mmtests => crate::compare::mmtests(&c, &rows)?,
+        CompareFormat::Ministat => crate::compare::ministat(&c, &rows)?,
+        CompareFormat::Csv => crate::compare::csv(&c, &rows)?,
+    };
+    print!("{out}");
     Ok(())
 }
 

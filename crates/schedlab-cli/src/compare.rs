@@ -304,3 +304,42 @@ pub fn json(c: &Comparison, rows: &[Row]) -> String {
     });
     serde_json::to_string_pretty(&v).expect("a json! value serialises")
 }
+
+/// Elapsed times per row and kernel: `[row][kernel] -> runs`.
+fn time_samples(rows: &[Row]) -> Vec<Vec<Vec<f64>>> {
+    rows.iter().map(|r| [&r.base, &r.new].iter().map(|side| side.runs.iter().map(|x| x.time_s).collect()).collect()).collect()
+}
+
+fn row_labels(rows: &[Row]) -> Vec<String> {
+    rows.iter().map(|r| if r.vary.is_empty() { "1".to_string() } else { r.vary.clone() }).collect()
+}
+
+fn report_failure(e: schedlab_report::ReportError) -> Failure {
+    Failure::Run(format!("report: {e}"))
+}
+
+/// mmtests compare table of the elapsed times (lower is better).
+pub fn mmtests(c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
+    let key = c.vary.as_ref().map_or("time", |(k, _)| k.as_str());
+    let title = format!("{} time (seconds), rows = {key}", c.workload);
+    schedlab_report::mmtests(&title, &row_labels(rows), &[c.base.clone(), c.new.clone()], &time_samples(rows), true)
+        .map_err(report_failure)
+}
+
+/// One ministat block per row: base (x) against new (+).
+pub fn ministat(c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
+    let mut out = String::new();
+    for (label, samples) in row_labels(rows).iter().zip(time_samples(rows)) {
+        let key = c.vary.as_ref().map_or("row", |(k, _)| k.as_str());
+        out.push_str(&format!("{key} = {label}: elapsed seconds\n"));
+        let sets = vec![(c.base.clone(), samples[0].clone()), (c.new.clone(), samples[1].clone())];
+        out.push_str(&schedlab_report::ministat(&sets, 0.95).map_err(report_failure)?);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// row,kernel,run,value of the elapsed times.
+pub fn csv(c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
+    schedlab_report::csv(&row_labels(rows), &[c.base.clone(), c.new.clone()], &time_samples(rows)).map_err(report_failure)
+}

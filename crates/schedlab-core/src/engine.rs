@@ -42,11 +42,15 @@ pub struct RunConfig {
     pub check: bool,
     /// Stop (and report) if simulated time passes this.
     pub max_sim_ns: u64,
+    /// Where the run starts relative to the jiffy grid. A benchmark starts at an
+    /// arbitrary moment between two timer ticks; None draws that phase from the seed,
+    /// which is what makes runs with different seeds differ.
+    pub tick_phase_ns: Option<u64>,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { seed: 1, hz: 250, check: cfg!(debug_assertions), max_sim_ns: 3_600_000_000_000 }
+        RunConfig { seed: 1, hz: 250, check: cfg!(debug_assertions), max_sim_ns: 3_600_000_000_000, tick_phase_ns: None }
     }
 }
 
@@ -116,6 +120,8 @@ pub struct RunResult {
     pub seed: u64,
     pub policy: String,
     pub ncpus: usize,
+    /// Simulated time when the run started (its phase within a jiffy).
+    pub start_ns: u64,
     /// Simulated time at the end of the run.
     pub end_ns: u64,
     /// (label, time) of every Mark.
@@ -189,6 +195,7 @@ pub struct Engine {
     wake_buf: Vec<TaskId>,
     window_start: Option<(u64, Vec<CpuStats>, u64)>,
     window_end: Option<(u64, Vec<CpuStats>, u64)>,
+    start_ns: u64,
 }
 
 impl Engine {
@@ -203,7 +210,8 @@ impl Engine {
     ) -> Engine {
         let ncpus = topo.ncpus();
         let tick_ns = 1_000_000_000 / cfg.hz.max(1);
-        let sys = System::new(topo, cost, tick_ns, cfg.seed);
+        let phase = cfg.tick_phase_ns.unwrap_or_else(|| SimRng::new(cfg.seed, Stream::TickPhase).range(0, tick_ns - 1));
+        let sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         let mut e = Engine {
             sys,
             policy,
@@ -222,6 +230,7 @@ impl Engine {
             wake_buf: Vec::new(),
             window_start: None,
             window_end: None,
+            start_ns: phase % tick_ns,
             cfg,
         };
         e.policy.init(&mut e.sys);
@@ -252,7 +261,7 @@ impl Engine {
             if t < self.sys.now_ns {
                 self.violation(format!("time went backwards: {} after {}", t, self.sys.now_ns));
             }
-            if t > self.cfg.max_sim_ns {
+            if t > self.start_ns + self.cfg.max_sim_ns {
                 timed_out = true;
                 break;
             }
@@ -1036,7 +1045,7 @@ impl Engine {
             (Some((t0, s0, w0)), Some((t1, s1, w1))) => {
                 ((*t0, *t1), s1.iter().zip(s0).map(|(a, b)| a.delta(b)).collect(), w1 - w0)
             }
-            _ => ((0, end), stats_end, wasted_end),
+            _ => ((self.start_ns, end), stats_end, wasted_end),
         };
         let tasks = self
             .sys
@@ -1058,6 +1067,7 @@ impl Engine {
             seed: self.cfg.seed,
             policy: self.policy.name(),
             ncpus: self.sys.ncpus(),
+            start_ns: self.start_ns,
             end_ns: end,
             marks: self.marks,
             window_ns,

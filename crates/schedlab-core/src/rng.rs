@@ -10,6 +10,7 @@ pub enum Stream {
     Workload = 1,
     TieBreak = 2,
     Policy = 3,
+    TickPhase = 4,
 }
 
 /// A reproducible generator (PCG-64 MCG, never `StdRng`).

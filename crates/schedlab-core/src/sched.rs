@@ -161,10 +161,10 @@ pub struct System {
 }
 
 impl System {
-    pub(crate) fn new(topo: Topology, cost: MachineProfile, tick_ns: u64, seed: u64) -> System {
+    pub(crate) fn new(topo: Topology, cost: MachineProfile, tick_ns: u64, seed: u64, start_ns: u64) -> System {
         let n = topo.ncpus();
         System {
-            now_ns: 0,
+            now_ns: start_ns,
             stats: vec![CpuStats::default(); n],
             tick_ns,
             rng: SimRng::new(seed, Stream::Policy),
@@ -179,7 +179,7 @@ impl System {
             waiting_on_busy: 0,
             idle_count: n as u64,
             wasted_ns: 0,
-            wasted_since_ns: 0,
+            wasted_since_ns: start_ns,
             topo,
             cost,
             tasks: Vec::new(),

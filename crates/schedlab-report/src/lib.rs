@@ -147,7 +147,7 @@ pub(crate) fn summarize_named(name: &str, values: &[f64]) -> Result<Summary, Rep
     let sorted = sorted_copy(values);
     let n = values.len();
     let mean = values.iter().sum::<f64>() / n as f64;
-    let median = if n % 2 == 0 { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 } else { sorted[n / 2] };
+    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
     let stddev = sample_stddev(values, mean);
     Ok(Summary { n, min: sorted[0], max: sorted[n - 1], median, mean, stddev })
 }

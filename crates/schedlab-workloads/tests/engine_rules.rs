@@ -7,7 +7,7 @@ use schedlab_core::{Engine, RunConfig, Topology, MARK_END, MARK_START};
 
 fn run_script(topo: &str, ops: Vec<Op>) -> schedlab_core::RunResult {
     let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
-    let cfg = RunConfig { seed: 7, check: true, ..RunConfig::default() };
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
     let r = Engine::new(Topology::parse(topo).unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)))
         .run();
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
