@@ -229,3 +229,23 @@ fn compare_and_reproduce_bad_input() {
     let o = schedlab(&["reproduce", "--list"]);
     assert!(o.status.success() && stdout(&o).contains("steal"));
 }
+
+#[test]
+fn compare_prints_mmtests_ministat_and_csv() {
+    let base =
+        ["compare", "--base", "cfs@4.19", "--new", "cfs@4.19+STEAL", "--workload", "hackbench loops=40", "--vary", "groups=1,2"];
+    let with = |fmt: &str| {
+        let mut a = base.to_vec();
+        a.extend(["--runs", "3", "--format", fmt]);
+        let o = schedlab(&a);
+        assert!(o.status.success(), "{fmt}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let m = with("mmtests");
+    assert!(m.contains("Amean     1") && m.contains("BAmean-95 2") && m.contains("cfs@4.19+STEAL"), "{m}");
+    let s = with("ministat");
+    assert!(s.contains("groups = 1") && s.contains("    N           Min"), "{s}");
+    let c = with("csv");
+    assert!(c.starts_with("row,kernel,run,value\n"));
+    assert_eq!(c.lines().count(), 1 + 2 * 2 * 3);
+}
