@@ -3,12 +3,14 @@
 
 pub mod hackbench;
 pub mod params;
+pub mod pipe;
 
 use schedlab_core::error::SpecError;
 use schedlab_core::program::Program;
 use schedlab_core::RunResult;
 
 pub use hackbench::Hackbench;
+pub use pipe::PipeBench;
 
 /// Workloads this build knows, for help and errors.
 pub const WORKLOADS: &[(&str, &str)] =
@@ -18,6 +20,7 @@ pub const WORKLOADS: &[(&str, &str)] =
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Workload {
     Hackbench(Hackbench),
+    Pipe(PipeBench),
 }
 
 impl Workload {
@@ -30,6 +33,11 @@ impl Workload {
                 p.finish("groups, loops, ipc, mode, fds, datasize")?;
                 Ok(Workload::Hackbench(h))
             }
+            "pipe" => {
+                let b = PipeBench::from_params(&mut p)?;
+                p.finish("loops, mode")?;
+                Ok(Workload::Pipe(b))
+            }
             _ => {
                 let known: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
                 Err(SpecError::new("workload", name, format!("one of: {}", known.join(", "))))
@@ -41,12 +49,14 @@ impl Workload {
     pub fn main_comm(&self) -> &'static str {
         match self {
             Workload::Hackbench(_) => "hackbench",
+            Workload::Pipe(_) => "perf",
         }
     }
 
     pub fn main_program(&self) -> Box<dyn Program> {
         match self {
             Workload::Hackbench(h) => h.main_program(),
+            Workload::Pipe(b) => b.main_program(),
         }
     }
 
@@ -54,6 +64,7 @@ impl Workload {
     pub fn banner(&self) -> String {
         match self {
             Workload::Hackbench(h) => h.banner(),
+            Workload::Pipe(b) => b.banner(),
         }
     }
 
@@ -61,6 +72,7 @@ impl Workload {
     pub fn result_line(&self, res: &RunResult) -> String {
         match self {
             Workload::Hackbench(_) => Hackbench::time_line(res),
+            Workload::Pipe(b) => b.result_lines(res),
         }
     }
 }
