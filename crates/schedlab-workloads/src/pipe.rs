@@ -74,7 +74,7 @@ impl Worker {
         if self.ops == 2 * self.loops {
             return if self.finish.is_empty() { Op::Exit } else { self.finish.remove(0) };
         }
-        let write = (self.ops % 2 == 0) == self.first_write;
+        let write = self.ops.is_multiple_of(2) == self.first_write;
         self.ops += 1;
         if write {
             Op::Write { chan: self.out, bytes: MSG_BYTES }

@@ -16,8 +16,12 @@ fn pipe_ping_pong_round_trips() {
             assert!(per_op >= per_op_min, "{mode} {policy}: {per_op} ns/op < {per_op_min}");
             assert!(per_op < 3 * per_op_min, "{mode} {policy}: {per_op} ns/op");
             let t = r.total();
-            // Two wakeups per round trip, less the first message sent before the reader slept.
-            assert!(t.ttwu_count >= 1990, "two wakeups per round trip: {}", t.ttwu_count);
+            // fifo never preempts: each side sleeps in read and is woken, twice per round
+            // trip (less the first message, sent before the reader slept). Under CFS
+            // the woken reader may preempt the writer before it reads, so that writer
+            // finds its reply waiting: at least one wakeup per round trip.
+            let min = if policy == "fifo" { 1990 } else { 1000 };
+            assert!(t.ttwu_count >= min, "{mode} {policy}: {} wakeups", t.ttwu_count);
         }
     }
 }
