@@ -37,6 +37,13 @@ pub struct CpuStats {
     pub steals: u64,
     /// Steal attempts that found nothing.
     pub steal_fails: u64,
+    /// `load_balance()` calls with this CPU as destination, all domains and idle
+    /// types (schedstat `lb_count` summed).
+    pub lb_count: u64,
+    /// Tasks pulled by those calls (`lb_gained` summed).
+    pub lb_gained: u64,
+    /// Newly-idle balancing skipped by its `avg_idle`/overload gate.
+    pub newidle_skipped: u64,
 }
 
 impl CpuStats {
@@ -58,6 +65,9 @@ impl CpuStats {
             busy_ns: self.busy_ns - earlier.busy_ns,
             steals: self.steals - earlier.steals,
             steal_fails: self.steal_fails - earlier.steal_fails,
+            lb_count: self.lb_count - earlier.lb_count,
+            lb_gained: self.lb_gained - earlier.lb_gained,
+            newidle_skipped: self.newidle_skipped - earlier.newidle_skipped,
         }
     }
 
@@ -77,6 +87,9 @@ impl CpuStats {
         self.busy_ns += o.busy_ns;
         self.steals += o.steals;
         self.steal_fails += o.steal_fails;
+        self.lb_count += o.lb_count;
+        self.lb_gained += o.lb_gained;
+        self.newidle_skipped += o.newidle_skipped;
     }
 }
 

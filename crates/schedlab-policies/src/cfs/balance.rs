@@ -124,6 +124,7 @@ impl Cfs {
         idle: IdleType,
         charge_cpu: usize,
     ) -> (usize, bool) {
+        sys.stats[this_cpu].lb_count += 1;
         let sd = &self.doms[this_cpu].domains[sd_idx];
         let pct = sd.imbalance_pct as u64;
         let load_idx = match idle {
@@ -229,6 +230,7 @@ impl Cfs {
             let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.nr_running);
             let (n, pinned) = self.detach_tasks(sys, src, this_cpu, sd_idx, idle, imbalance as i64, loop_max, charge_cpu);
             moved = n;
+            sys.stats[this_cpu].lb_gained += n as u64;
             all_pinned = pinned;
         }
         let sd = &mut self.doms[this_cpu].domains[sd_idx];
@@ -416,6 +418,7 @@ impl Cfs {
         let avg_idle = self.rq[cpu].avg_idle_ns;
         let mut pulled = 0;
         if avg_idle < self.sysctl.migration_cost_ns || !self.rd_overload {
+            sys.stats[cpu].newidle_skipped += 1;
             for d in &self.doms[cpu].domains {
                 next_balance = next_balance.min(
                     d.last_balance_jiffies
