@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use hdrhistogram::Histogram;
 
 use crate::cost::MachineProfile;
+use crate::cpuset::CpuSet;
 use crate::events::{Digest, EventKind, EventQueue};
 use crate::ipc::{Channel, IoOutcome, Pipe, UnixStream, WaitQueue};
 use crate::program::{ForkKind, Op, OpResult, Program};
@@ -94,9 +95,6 @@ struct CpuExec {
     resched_in_flight: bool,
     /// The tick runs (the CPU is busy).
     tick_on: bool,
-    /// A Tick event for this CPU is in the queue. Ticks fall on jiffy boundaries, so
-    /// a CPU that idles and wakes within one jiffy reuses it: at most one per CPU.
-    tick_queued: bool,
     /// When the CPU goes (went) idle, after its last scheduler work.
     idle_start_ns: u64,
     /// When the CPU last left idle.
@@ -196,6 +194,10 @@ pub struct Engine {
     window_start: Option<(u64, Vec<CpuStats>, u64)>,
     window_end: Option<(u64, Vec<CpuStats>, u64)>,
     start_ns: u64,
+    /// CPUs whose tick runs, and whether the next jiffy is queued.
+    tick_cpus: CpuSet,
+    jiffy_queued: bool,
+    jiffy_buf: Vec<usize>,
 }
 
 impl Engine {
@@ -231,6 +233,9 @@ impl Engine {
             window_start: None,
             window_end: None,
             start_ns: phase % tick_ns,
+            tick_cpus: CpuSet::new(ncpus),
+            jiffy_queued: false,
+            jiffy_buf: Vec::new(),
             cfg,
         };
         e.policy.init(&mut e.sys);
@@ -271,8 +276,9 @@ impl Engine {
             self.digest.add(code << 56 | a << 24 | b);
             self.events += 1;
             self.sys.this_cpu = match ev {
-                EventKind::SegmentDone { cpu, .. } | EventKind::Resched { cpu } | EventKind::Tick { cpu, .. } => cpu as usize,
+                EventKind::SegmentDone { cpu, .. } | EventKind::Resched { cpu } => cpu as usize,
                 EventKind::Timer { task, .. } => self.sys.tasks[task as usize].cpu,
+                EventKind::Jiffy => self.sys.this_cpu,
             };
             match ev {
                 EventKind::SegmentDone { cpu, gen } => {
@@ -281,13 +287,7 @@ impl Engine {
                     }
                 }
                 EventKind::Resched { cpu } => self.resched_arrives(cpu as usize),
-                EventKind::Tick { cpu } => {
-                    let c = &mut self.cpu[cpu as usize];
-                    c.tick_queued = false;
-                    if c.tick_on {
-                        self.tick(cpu as usize);
-                    }
-                }
+                EventKind::Jiffy => self.jiffy(),
                 EventKind::Timer { task, gen } => {
                     let p = task as usize;
                     if self.exec[p].timer_gen == gen {
@@ -516,11 +516,29 @@ impl Engine {
         self.sys.stats[cpu].run_ns += ran;
     }
 
+    /// A jiffy boundary: every CPU whose tick runs takes its tick, in CPU order. One
+    /// queued event for all of them keeps the queue at one entry per busy CPU.
+    fn jiffy(&mut self) {
+        self.jiffy_queued = false;
+        let mut cpus = std::mem::take(&mut self.jiffy_buf);
+        cpus.clear();
+        cpus.extend(self.tick_cpus.iter());
+        for &cpu in &cpus {
+            if self.cpu[cpu].tick_on {
+                self.sys.this_cpu = cpu;
+                self.digest.add(cpu as u64);
+                self.events += 1;
+                self.tick(cpu);
+            }
+        }
+        self.jiffy_buf = cpus;
+        if !self.tick_cpus.is_empty() {
+            self.jiffy_queued = true;
+            self.queue.push(self.sys.now_ns + self.sys.tick_ns, EventKind::Jiffy);
+        }
+    }
+
     fn tick(&mut self, cpu: usize) {
-        let now = self.sys.now_ns;
-        let next = now + self.sys.tick_ns;
-        self.queue.push(next, EventKind::Tick { cpu: cpu as u32 });
-        self.cpu[cpu].tick_queued = true;
         let Some(curr) = self.sys.curr(cpu) else { return };
         let resched = self.policy.task_tick(&mut self.sys, cpu, curr);
         self.policy.trigger_load_balance(&mut self.sys, cpu);
@@ -533,13 +551,13 @@ impl Engine {
 
     /// Restart the tick of a CPU leaving idle (`tick_nohz_idle_exit`).
     fn start_tick(&mut self, cpu: usize) {
-        let c = &mut self.cpu[cpu];
-        c.tick_on = true;
-        if !c.tick_queued {
-            c.tick_queued = true;
+        self.cpu[cpu].tick_on = true;
+        self.tick_cpus.set(cpu);
+        if !self.jiffy_queued {
+            self.jiffy_queued = true;
             let t = self.sys.tick_ns;
             let next = (self.sys.now_ns / t + 1) * t;
-            self.queue.push(next, EventKind::Tick { cpu: cpu as u32 });
+            self.queue.push(next, EventKind::Jiffy);
         }
     }
 
@@ -575,6 +593,7 @@ impl Engine {
                 c.idle_start_ns = now + std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
                 self.sys.active[cpu] = false;
                 c.tick_on = false;
+                self.tick_cpus.clear(cpu);
                 self.sys.stats[cpu].busy_ns += c.idle_start_ns - c.busy_since_ns;
                 self.sys.set_cpu_state(cpu, CpuState::Idle);
             }

@@ -13,8 +13,8 @@ pub enum EventKind {
     SegmentDone { cpu: u32, gen: u32 },
     /// A reschedule IPI (or idle wakeup) reaches `cpu`.
     Resched { cpu: u32 },
-    /// Scheduler tick on a busy CPU.
-    Tick { cpu: u32 },
+    /// A jiffy boundary: the tick of every busy CPU.
+    Jiffy,
     /// A sleeping task's timer expires.
     Timer { task: u32, gen: u32 },
 }
@@ -25,7 +25,7 @@ impl EventKind {
         match *self {
             EventKind::SegmentDone { cpu, gen } => (1, cpu as u64, gen as u64),
             EventKind::Resched { cpu } => (2, cpu as u64, 0),
-            EventKind::Tick { cpu } => (3, cpu as u64, 0),
+            EventKind::Jiffy => (3, 0, 0),
             EventKind::Timer { task, gen } => (4, task as u64, gen as u64),
         }
     }
