@@ -91,7 +91,6 @@ struct CpuExec {
     seg_end_ns: u64,
     seg_kernel: bool,
     in_segment: bool,
-    need_resched: bool,
     resched_in_flight: bool,
     /// The tick runs (the CPU is busy).
     tick_on: bool,
@@ -429,6 +428,8 @@ impl Engine {
         let now = self.sys.now_ns;
         match self.sys.cpu_state(cpu) {
             CpuState::Kicked => {}
+            // This CPU is itself in schedule() (a pull onto it): the pick sees it.
+            CpuState::Idle if cpu == from && self.sys.active[cpu] => {}
             CpuState::Idle => {
                 self.sys.set_cpu_state(cpu, CpuState::Kicked);
                 let c = &self.cpu[cpu];
@@ -437,9 +438,10 @@ impl Engine {
                 self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
             }
             CpuState::Busy => {
-                if cpu == from {
-                    self.cpu[cpu].need_resched = true;
-                } else if !self.cpu[cpu].resched_in_flight {
+                // TIF_NEED_RESCHED is set at once, so the target also reschedules if it
+                // returns from a system call before the IPI arrives.
+                self.sys.need_resched[cpu] = true;
+                if cpu != from && !self.cpu[cpu].resched_in_flight {
                     self.cpu[cpu].resched_in_flight = true;
                     self.sys.charge(from, Charge::Sched, self.sys.cost.ipi_send_ns);
                     self.queue.push(now + self.sys.cost.ipi_latency_ns, EventKind::Resched { cpu: cpu as u32 });
@@ -479,9 +481,12 @@ impl Engine {
                 self.sys.active[cpu] = true;
                 self.schedule(cpu, None);
             }
+            // The IPI's return to user space reschedules only if the flag is still set
+            // (the CPU may have rescheduled at a system call's end meanwhile).
             CpuState::Busy => {
-                self.cpu[cpu].need_resched = true;
-                self.preempt_if_user(cpu);
+                if self.sys.need_resched[cpu] {
+                    self.preempt_if_user(cpu);
+                }
             }
         }
     }
@@ -544,7 +549,7 @@ impl Engine {
         self.policy.trigger_load_balance(&mut self.sys, cpu);
         self.process_requests();
         if resched {
-            self.cpu[cpu].need_resched = true;
+            self.sys.need_resched[cpu] = true;
             self.preempt_if_user(cpu);
         }
     }
@@ -566,11 +571,13 @@ impl Engine {
     fn schedule(&mut self, cpu: usize, prev_state: Option<PrevState>) {
         let now = self.sys.now_ns;
         self.sys.stats[cpu].sched_count += 1;
-        self.cpu[cpu].need_resched = false;
         let prev = self.sys.curr(cpu);
         let prev_runnable = prev.filter(|&p| self.sys.tasks[p].state == TaskState::Running);
         let next = self.policy.pick_next_task(&mut self.sys, cpu, prev_runnable);
         self.process_requests();
+        // clear_tsk_need_resched(prev) comes after the pick in __schedule(): a
+        // reschedule asked while pulling work onto this CPU is satisfied by this pick.
+        self.sys.need_resched[cpu] = false;
         let was_idle = prev.is_none();
         match next {
             None => {
@@ -727,7 +734,7 @@ impl Engine {
         let outcome = if self.exec[p].op.is_some() { self.apply_op(cpu, p) } else { Outcome::Continue };
         match outcome {
             Outcome::Continue => {
-                if self.cpu[cpu].need_resched {
+                if self.sys.need_resched[cpu] {
                     self.schedule(cpu, Some(PrevState::Preempted));
                 } else {
                     self.run_next(cpu);
@@ -947,7 +954,7 @@ impl Engine {
                 self.sys.stats[cpu].yld_count += 1;
                 self.policy.yield_task(&mut self.sys, cpu, p);
                 self.process_requests();
-                self.cpu[cpu].need_resched = true;
+                self.sys.need_resched[cpu] = true;
                 Outcome::Continue
             }
             Op::SetNice { nice } => {

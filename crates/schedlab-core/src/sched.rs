@@ -148,6 +148,8 @@ pub struct System {
     pub(crate) pending_overhead_ns: Vec<u64>,
     /// The CPU is out of idle (executing the scheduler or a task).
     pub(crate) active: Vec<bool>,
+    /// TIF_NEED_RESCHED of the CPU's current task.
+    pub(crate) need_resched: Vec<bool>,
     pub(crate) requests: Vec<Request>,
     /// The CPU executing the current kernel path (`smp_processor_id()`).
     pub(crate) this_cpu: usize,
@@ -173,6 +175,7 @@ impl System {
             idle_mask: CpuSet::full(n),
             pending_overhead_ns: vec![0; n],
             active: vec![false; n],
+            need_resched: vec![false; n],
             requests: Vec::new(),
             this_cpu: 0,
             waiting: vec![0; n],
@@ -194,6 +197,11 @@ impl System {
     /// wakeup, the CPU scheduling or ticking. Policies charge work they do to it.
     pub fn this_cpu(&self) -> usize {
         self.this_cpu
+    }
+
+    /// `test_tsk_need_resched(rq->curr)`: a reschedule of `cpu` is already pending.
+    pub fn need_resched(&self, cpu: usize) -> bool {
+        self.need_resched[cpu]
     }
 
     pub fn cpu_state(&self, cpu: usize) -> CpuState {

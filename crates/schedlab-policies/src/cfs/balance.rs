@@ -12,7 +12,7 @@ use schedlab_core::cpuset::CpuSet;
 use schedlab_core::sched::{Charge, System};
 use schedlab_core::task::TaskId;
 
-use super::domains::{SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY};
+use super::domains::{SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING};
 use super::fair::{Cfs, SCHED_STEAL_COST_NS};
 
 /// `enum cpu_idle_type`.
@@ -204,6 +204,11 @@ impl Cfs {
             }
         }
         let imbalance = Self::calculate_imbalance(&mut busiest, &local, sds_avg, this_cpu, self);
+        // find_busiest_group() returns no group when there is nothing to move.
+        if imbalance == 0 {
+            self.out_balanced(this_cpu, sd_idx);
+            return (0, true);
+        }
         // find_busiest_queue() (v4.19 L8383).
         let mut src: Option<usize> = None;
         let (mut busiest_load, mut busiest_capacity) = (0u64, 1u64);
@@ -224,14 +229,22 @@ impl Cfs {
             return (0, true);
         };
         let mut moved = 0;
-        let mut all_pinned = true;
         if self.rq[src].cfs.nr_running > 1 {
             Self::balance_cost(sys, charge_cpu, 0, 2, 0);
             let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.nr_running);
-            let (n, pinned) = self.detach_tasks(sys, src, this_cpu, sd_idx, idle, imbalance as i64, loop_max, charge_cpu);
+            let (n, all_pinned) = self.detach_tasks(sys, src, this_cpu, sd_idx, idle, imbalance as i64, loop_max, charge_cpu);
             moved = n;
             sys.stats[this_cpu].lb_gained += n as u64;
-            all_pinned = pinned;
+            if all_pinned {
+                // out_all_pinned: nothing here may run on this CPU. (The kernel first
+                // retries without that runqueue; shipped workloads allow every CPU.)
+                let sd = &mut self.doms[this_cpu].domains[sd_idx];
+                sd.nr_balance_failed = 0;
+                if sd.balance_interval_ms < MAX_PINNED_INTERVAL_MS {
+                    sd.balance_interval_ms *= 2;
+                }
+                return (0, true);
+            }
         }
         let sd = &mut self.doms[this_cpu].domains[sd_idx];
         let mut active = false;
@@ -256,9 +269,7 @@ impl Cfs {
             sd.nr_balance_failed = 0;
         }
         let sd = &mut self.doms[this_cpu].domains[sd_idx];
-        if moved == 0 && all_pinned && sd.balance_interval_ms < MAX_PINNED_INTERVAL_MS {
-            sd.balance_interval_ms *= 2;
-        } else if !active {
+        if !active {
             sd.balance_interval_ms = sd.min_interval_ms;
         } else if sd.balance_interval_ms < sd.max_interval_ms {
             sd.balance_interval_ms *= 2;
@@ -281,7 +292,7 @@ impl Cfs {
             busiest.load_per_task = busiest.load_per_task.min(sds_avg);
         }
         if busiest.avg_load <= sds_avg || local.avg_load >= sds_avg {
-            return Self::fix_small_imbalance(busiest, local, this_cpu, cfs);
+            return Self::fix_small_imbalance(busiest, local, this_cpu, cfs, 0);
         }
         let mut load_above_capacity = u64::MAX;
         if busiest.group_type == GroupType::Overloaded && local.group_type == GroupType::Overloaded {
@@ -295,13 +306,14 @@ impl Cfs {
             .min((sds_avg - local.avg_load) as u128 * local.group_capacity as u128)
             / 1024) as u64;
         if imbalance < busiest.load_per_task {
-            return Self::fix_small_imbalance(busiest, local, this_cpu, cfs);
+            return Self::fix_small_imbalance(busiest, local, this_cpu, cfs, imbalance);
         }
         imbalance
     }
 
-    /// `fix_small_imbalance()` (v4.19 L8132): move one task if that helps.
-    fn fix_small_imbalance(busiest: &SgStats, local: &SgStats, this_cpu: usize, cfs: &Cfs) -> u64 {
+    /// `fix_small_imbalance()` (v4.19 L8132): move one task if that helps; otherwise
+    /// the imbalance stays as `calculate_imbalance()` left it.
+    fn fix_small_imbalance(busiest: &SgStats, local: &SgStats, this_cpu: usize, cfs: &Cfs, imbalance: u64) -> u64 {
         let mut local_lpt = local.load_per_task;
         let mut imbn = 2;
         if local.sum_nr_running == 0 {
@@ -331,15 +343,13 @@ impl Cfs {
         if capa_move > capa_now {
             busiest.load_per_task
         } else {
-            0
+            imbalance
         }
     }
 
-    /// `task_hot()` (v4.19 L7050).
-    fn task_hot(&self, sys: &System, p: TaskId, src: usize, dst: usize, sd_flags: u32) -> bool {
-        if sd_flags & SD_SHARE_CPUCAPACITY != 0 {
-            return false;
-        }
+    /// `task_hot()` (v4.19 L7050). (v5.x added "SMT siblings share cache"; 4.19 has
+    /// no such exception.)
+    fn task_hot(&self, sys: &System, p: TaskId, src: usize, dst: usize) -> bool {
         let cfs = &self.rq[src].cfs;
         if self.feat.cache_hot_buddy && self.rq[dst].cfs.nr_running > 0 && (cfs.next == Some(p) || cfs.last == Some(p)) {
             return true;
@@ -366,10 +376,10 @@ impl Cfs {
         charge_cpu: usize,
     ) -> (usize, bool) {
         if imbalance <= 0 {
-            return (0, true);
+            return (0, false);
         }
         let sd = &self.doms[dst].domains[sd_idx];
-        let (nr_failed, cache_nice_tries, sd_flags) = (sd.nr_balance_failed, sd.cache_nice_tries, sd.flags);
+        let (nr_failed, cache_nice_tries) = (sd.nr_balance_failed, sd.cache_nice_tries);
         let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().collect();
         let mut moved = 0;
         let mut all_pinned = true;
@@ -390,7 +400,7 @@ impl Cfs {
             if sys.curr(src) == Some(p) {
                 continue;
             }
-            let hot = self.task_hot(sys, p, src, dst, sd_flags);
+            let hot = self.task_hot(sys, p, src, dst);
             if hot && nr_failed <= cache_nice_tries {
                 continue;
             }
@@ -579,6 +589,10 @@ impl Cfs {
                 return;
             }
             Self::balance_cost(sys, this_cpu, 1, 1, 0);
+            // cpu_load_update_idle(): an idle CPU's load indexes decay towards zero.
+            if self.weighted_cpuload(cpu) == 0 {
+                self.cpu_load_update(cpu, sys.now_ns, 0);
+            }
             if jiffies >= self.rq[cpu].next_balance {
                 self.rebalance_domains(sys, cpu, IdleType::Idle, this_cpu);
             }
@@ -590,12 +604,18 @@ impl Cfs {
         }
     }
 
-    /// `active_load_balance_cpu_stop()` (v4.19 L8833): the stopper on the busiest
-    /// CPU pushes the task that was running to `dst`.
-    pub fn active_push(&mut self, sys: &mut System, cpu: usize, dst: usize, prev: TaskId) {
-        Self::balance_cost(sys, cpu, 0, 2, 1);
-        if self.se[prev].on_rq && sys.tasks[prev].can_run_on(dst) && self.rq[cpu].cfs.nr_running > 1 {
-            self.move_task(sys, prev, cpu, dst, cpu);
+    /// `active_load_balance_cpu_stop()` (v4.19 L8833) with `detach_one_task()`: the
+    /// stopper has preempted the busiest CPU's task; it pushes the least recently run
+    /// task that may run on `dst` (the hot test is off: the failures that started
+    /// this exceed cache_nice_tries), and resets the domain's failure count.
+    pub fn active_push(&mut self, sys: &mut System, cpu: usize, dst: usize) {
+        let candidates: Vec<TaskId> = self.rq[cpu].cfs.cfs_tasks.values().copied().collect();
+        Self::balance_cost(sys, cpu, 0, 2, candidates.len() as u64);
+        if let Some(p) = candidates.into_iter().find(|&p| sys.tasks[p].can_run_on(dst) && self.rq[cpu].cfs.curr != Some(p)) {
+            self.move_task(sys, p, cpu, dst, cpu);
+            if let Some(sd) = self.doms[dst].domains.iter_mut().find(|d| d.span.contains(cpu)) {
+                sd.nr_balance_failed = 0;
+            }
         }
     }
 

@@ -579,6 +579,10 @@ impl Cfs {
             self.rq[cpu].cfs.next = Some(p);
             next_buddy_marked = true;
         }
+        // A reschedule is already pending: nothing to decide (and no buddy to set).
+        if sys.need_resched(cpu) {
+            return false;
+        }
         if !self.feat.wakeup_preemption {
             return false;
         }
@@ -741,13 +745,12 @@ impl SchedClass for Cfs {
         let now = sys.now_ns;
         if let Some(prev) = prev {
             self.put_prev_entity(cpu, prev, now);
-            if let Some(dst) = self.rq[cpu].active_balance_to.take() {
-                self.active_push(sys, cpu, dst, prev);
-            }
-        } else if let Some(curr) = self.rq[cpu].cfs.curr {
+        } else {
             // The previous task blocked or exited: it is already dequeued.
-            let _ = curr;
             self.rq[cpu].cfs.curr = None;
+        }
+        if let Some(dst) = self.rq[cpu].active_balance_to.take() {
+            self.active_push(sys, cpu, dst);
         }
         if self.rq[cpu].nohz_kick {
             self.rq[cpu].nohz_kick = false;
@@ -770,8 +773,10 @@ impl SchedClass for Cfs {
                 self.rq[cpu].idle_stamp_ns = None;
                 continue;
             }
-            // pick_next_task_idle() → update_idle_core().
+            // pick_next_task_idle() → update_idle_core(); going tickless keeps the
+            // current load as cpu_load[0] (cpu_load_update_nohz_start()).
             self.update_idle_core(sys, cpu);
+            self.rq[cpu].cpu_load[0] = self.weighted_cpuload(cpu);
             return None;
         }
     }
