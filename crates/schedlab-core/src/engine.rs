@@ -582,8 +582,17 @@ impl Engine {
         match next {
             None => {
                 if let Some(p) = prev_runnable {
-                    // The policy dropped a runnable task on the floor.
-                    self.violation(format!("cpu{cpu}: pick_next_task returned idle while task {p} is runnable"));
+                    if self.sys.tasks[p].cpu == cpu {
+                        // The policy dropped a runnable task on the floor.
+                        self.violation(format!("cpu{cpu}: pick_next_task returned idle while task {p} is runnable"));
+                    } else {
+                        // Pushed to another CPU during the pick (active balance's stopper
+                        // had preempted it): it now waits there.
+                        let t = &mut self.sys.tasks[p];
+                        t.state = TaskState::Runnable;
+                        t.last_queued_ns = now;
+                        self.sys.mark_waiting(p);
+                    }
                 }
                 if self.cfg.check && self.policy.nr_running(cpu) != 0 {
                     self.violation(format!("cpu{cpu} goes idle with {} runnable tasks queued", self.policy.nr_running(cpu)));

@@ -73,3 +73,80 @@ fn pipe_reader_blocks_until_child_writes() {
     assert!(r.elapsed_ns() > 0);
     assert_eq!(r.tasks.len(), 2);
 }
+
+/// Regression: active balance's stopper may push the task it preempted to another
+/// CPU from inside pick_next_task; the engine lost track of that task (it stayed
+/// "running" on the old CPU and the new CPU could not switch it in).
+#[test]
+fn a_policy_may_push_the_preempted_task_away_during_the_pick() {
+    use schedlab_core::sched::{DequeueReason, EnqueueReason, SchedClass, System, WakeFlags};
+    use schedlab_core::task::TaskId;
+
+    /// FIFO per CPU; on the first preemption of a task on CPU 0, pushes it to CPU 1.
+    struct PushOnce {
+        queues: Vec<std::collections::VecDeque<TaskId>>,
+        running: Vec<Option<TaskId>>,
+        pushed: bool,
+        total: usize,
+    }
+    impl SchedClass for PushOnce {
+        fn name(&self) -> String {
+            "push-once".into()
+        }
+        fn init(&mut self, sys: &mut System) {
+            self.queues = vec![Default::default(); sys.ncpus()];
+            self.running = vec![None; sys.ncpus()];
+        }
+        fn select_task_rq(&mut self, _: &mut System, _: TaskId, _: usize, _: usize, _: WakeFlags) -> usize {
+            0
+        }
+        fn enqueue_task(&mut self, _: &mut System, cpu: usize, p: TaskId, _: EnqueueReason) {
+            self.queues[cpu].push_back(p);
+            self.total += 1;
+        }
+        fn dequeue_task(&mut self, _: &mut System, cpu: usize, p: TaskId, _: DequeueReason) {
+            if self.running[cpu] == Some(p) {
+                self.running[cpu] = None;
+            } else {
+                self.queues[cpu].retain(|&t| t != p);
+            }
+            self.total -= 1;
+        }
+        fn check_preempt_curr(&mut self, _: &mut System, _: usize, _: TaskId, _: WakeFlags) -> bool {
+            false
+        }
+        fn pick_next_task(&mut self, sys: &mut System, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
+            if let Some(p) = prev {
+                self.running[cpu] = None;
+                if cpu == 0 && !self.pushed {
+                    self.pushed = true;
+                    sys.set_task_cpu(p, 1);
+                    self.queues[1].push_back(p);
+                    sys.resched_cpu(1, 0);
+                } else {
+                    self.queues[cpu].push_back(p);
+                }
+            }
+            let next = self.queues[cpu].pop_front()?;
+            self.running[cpu] = Some(next);
+            Some(next)
+        }
+        fn task_tick(&mut self, _: &mut System, cpu: usize, _: TaskId) -> bool {
+            cpu == 0 && !self.pushed
+        }
+        fn nr_running(&self, cpu: usize) -> usize {
+            self.queues[cpu].len() + self.running[cpu].is_some() as usize
+        }
+        fn nr_running_total(&self) -> usize {
+            self.total
+        }
+    }
+
+    let policy = Box::new(PushOnce { queues: Vec::new(), running: Vec::new(), pushed: false, total: 0 });
+    let cfg = RunConfig { seed: 1, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let main = Script::new(vec![Op::Mark { label: MARK_START }, Op::Compute { ns: 20_000_000 }, Op::Mark { label: MARK_END }]);
+    let r = Engine::new(Topology::parse("1x1x2x1").unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(main)).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!(r.tasks[0].migrations, 1);
+    assert!(r.cpu_stats[1].run_ns > 0, "the pushed task finished on CPU 1");
+}
