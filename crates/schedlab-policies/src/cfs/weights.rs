@@ -25,35 +25,12 @@ pub const WEIGHT_IDLEPRIO: u64 = 3;
 /// `WMULT_IDLEPRIO` (sched.h, v4.19): the precomputed inverse of [`WEIGHT_IDLEPRIO`].
 pub const WMULT_IDLEPRIO: u32 = 1_431_655_765;
 
-/// `sched_prio_to_weight[]` (core.c, v4.19 L7026), indexed by `nice + 20`: unscaled task
-/// weights, each step about 1.25x so that one nice level is about 10% of CPU between two
-/// competing tasks. Identical in every kernel from v4.19 to v6.12.
-pub const SCHED_PRIO_TO_WEIGHT: [u64; 40] = [
-    88761, 71755, 56483, 46273, 36291, // nice -20 .. -16
-    29154, 23254, 18705, 14949, 11916, // nice -15 .. -11
-    9548, 7620, 6100, 4904, 3906, // nice -10 .. -6
-    3121, 2501, 1991, 1586, 1277, // nice -5 .. -1
-    1024, 820, 655, 526, 423, // nice 0 .. 4
-    335, 272, 215, 172, 137, // nice 5 .. 9
-    110, 87, 70, 56, 45, // nice 10 .. 14
-    36, 29, 23, 18, 15, // nice 15 .. 19
-];
-
-/// `sched_prio_to_wmult[]` (core.c, v4.19 L7044): the precomputed inverses of
-/// [`SCHED_PRIO_TO_WEIGHT`]. They are *not* what [`LoadWeight::update_inv_weight`] would
-/// compute (that gives `floor((2^32 - 1) / w)`, off by one for 14 of the 40 entries, e.g.
-/// 4194303 instead of 4194304 for nice 0), so a task's weight must carry the table value to
-/// reproduce the kernel's vruntime exactly.
-pub const SCHED_PRIO_TO_WMULT: [u32; 40] = [
-    48388, 59856, 76040, 92818, 118348, // nice -20 .. -16
-    147320, 184698, 229616, 287308, 360437, // nice -15 .. -11
-    449829, 563644, 704093, 875809, 1099582, // nice -10 .. -6
-    1376151, 1717300, 2157191, 2708050, 3363326, // nice -5 .. -1
-    4194304, 5237765, 6557202, 8165337, 10153587, // nice 0 .. 4
-    12820798, 15790321, 19976592, 24970740, 31350126, // nice 5 .. 9
-    39045157, 49367440, 61356676, 76695844, 95443717, // nice 10 .. 14
-    119304647, 148102320, 186737708, 238609294, 286331153, // nice 15 .. 19
-];
+/// The kernel's nice tables live once, in `schedlab_core::task`: `sched_prio_to_weight[]`
+/// (core.c, v4.19 L7026) and `sched_prio_to_wmult[]` (L7044). The wmult values are *not*
+/// what [`LoadWeight::update_inv_weight`] would compute (that gives `floor((2^32 - 1) / w)`,
+/// off by one for 14 of the 40 entries, e.g. 4194303 instead of 4194304 for nice 0), so a
+/// task's weight carries the table value to reproduce the kernel's vruntime exactly.
+pub use schedlab_core::task::{SCHED_PRIO_TO_WEIGHT, SCHED_PRIO_TO_WMULT};
 
 /// The load resolution of `load.weight` values: how far task weights are shifted left
 /// (`scale_load`) before they are summed into runqueue weights and group shares.
@@ -125,7 +102,7 @@ impl LoadWeight {
     pub fn for_nice(nice: i32, res: LoadRes) -> LoadWeight {
         assert!((-20..=19).contains(&nice), "nice {nice} outside -20..=19");
         let idx = (nice + 20) as usize;
-        LoadWeight { weight: res.scale_load(SCHED_PRIO_TO_WEIGHT[idx]), inv_weight: SCHED_PRIO_TO_WMULT[idx] }
+        LoadWeight { weight: res.scale_load(SCHED_PRIO_TO_WEIGHT[idx] as u64), inv_weight: SCHED_PRIO_TO_WMULT[idx] }
     }
 
     /// The weight of a SCHED_IDLE task (`set_load_weight()`, core.c, v4.19 L701).
@@ -245,7 +222,8 @@ mod tests {
 
     #[test]
     fn inverse_is_floor_of_wmult_const_and_close_to_table() {
-        for (i, (&w, &table)) in SCHED_PRIO_TO_WEIGHT.iter().zip(SCHED_PRIO_TO_WMULT.iter()).enumerate() {
+        for (i, (&w32, &table)) in SCHED_PRIO_TO_WEIGHT.iter().zip(SCHED_PRIO_TO_WMULT.iter()).enumerate() {
+            let w = u64::from(w32);
             for res in [LoadRes::HIGH, LoadRes::LOW] {
                 let mut lw = LoadWeight::new(res.scale_load(w));
                 lw.update_inv_weight(res);
