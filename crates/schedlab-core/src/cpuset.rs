@@ -66,6 +66,24 @@ impl CpuSet {
         self.next_from(from).or_else(|| self.next_from(0))
     }
 
+    /// Members from `start` upwards, then from 0 up to `start`: the kernel's
+    /// `for_each_cpu_wrap(cpu, mask, start)` order.
+    pub fn iter_wrap(&self, start: usize) -> impl Iterator<Item = usize> + '_ {
+        self.iter().filter(move |&c| c >= start).chain(self.iter().filter(move |&c| c < start))
+    }
+
+    /// `cpumask_or(self, self, other)`.
+    pub fn union_with(&mut self, other: &CpuSet) {
+        for (w, o) in self.words.iter_mut().zip(&other.words) {
+            *w |= o;
+        }
+    }
+
+    /// `cpumask_subset(self, other)`.
+    pub fn is_subset(&self, other: &CpuSet) -> bool {
+        self.words.iter().zip(&other.words).all(|(w, o)| w & !o == 0)
+    }
+
     /// Members in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {
@@ -123,5 +141,12 @@ mod tests {
         assert_eq!(s.next_wrap(65), Some(1));
         assert_eq!(s.to_list(), "1-3,64");
         assert_eq!(s.count(), 4);
+        assert_eq!(s.iter_wrap(3).collect::<Vec<_>>(), vec![3, 64, 1, 2]);
+        let mut t = CpuSet::new(130);
+        t.set(5);
+        assert!(!t.is_subset(&s));
+        t.union_with(&s);
+        assert!(s.is_subset(&t));
+        assert_eq!(t.to_list(), "1-3,5,64");
     }
 }

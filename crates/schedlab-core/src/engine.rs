@@ -453,13 +453,17 @@ impl Engine {
     /// Carries out what the policy asked for during its last call.
     fn process_requests(&mut self) {
         while !self.sys.requests.is_empty() {
-            let reqs = std::mem::take(&mut self.sys.requests);
-            for r in reqs {
+            // Handling a request may add more; keep the buffer's allocation for reuse.
+            let mut reqs = std::mem::take(&mut self.sys.requests);
+            for r in reqs.drain(..) {
                 match r {
                     Request::Resched { cpu, from } => self.resched_curr(cpu, from),
                     // Logged in the destination CPU's context.
                     Request::Migrated { p, from, to } => self.emit(to, TraceKind::Migrate { p, orig_cpu: from, dest_cpu: to }),
                 }
+            }
+            if self.sys.requests.is_empty() {
+                self.sys.requests = reqs;
             }
         }
     }

@@ -56,21 +56,9 @@ impl SchedClass for GlobalFifo {
     fn select_task_rq(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, _waker_cpu: usize, _flags: WakeFlags) -> usize {
         // One bitmap lookup: the ideal policy's search is free of scans.
         sys.charge_search(prev_cpu, 1, 0, 0);
+        // The previous CPU if idle, else the next idle CPU after it, wrapping.
         let task = &sys.tasks[p];
-        if sys.cpu_idle(prev_cpu) && task.can_run_on(prev_cpu) {
-            return prev_cpu;
-        }
-        let mut from = prev_cpu;
-        while let Some(cpu) = sys.idle_mask().next_wrap(from) {
-            if task.can_run_on(cpu) {
-                return cpu;
-            }
-            from = cpu + 1;
-            if from == prev_cpu || from >= sys.ncpus() {
-                break;
-            }
-        }
-        prev_cpu
+        sys.idle_mask().iter_wrap(prev_cpu).find(|&cpu| task.can_run_on(cpu)).unwrap_or(prev_cpu)
     }
 
     fn enqueue_task(&mut self, _sys: &mut System, _cpu: usize, p: TaskId, _reason: EnqueueReason) {

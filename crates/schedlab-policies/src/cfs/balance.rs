@@ -380,7 +380,8 @@ impl Cfs {
         }
         let sd = &self.doms[dst].domains[sd_idx];
         let (nr_failed, cache_nice_tries) = (sd.nr_balance_failed, sd.cache_nice_tries);
-        let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().collect();
+        // At most loop_max tasks from the least recently run end (tasks move while we go).
+        let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().take(loop_max).collect();
         let mut moved = 0;
         let mut all_pinned = true;
         let mut examined = 0;
@@ -389,9 +390,6 @@ impl Cfs {
                 break;
             }
             examined += 1;
-            if examined > loop_max {
-                break;
-            }
             // can_migrate_task() (v4.19 L7104).
             if !sys.tasks[p].can_run_on(dst) {
                 continue;
@@ -639,20 +637,13 @@ impl Cfs {
                 return 1;
             }
         }
-        let n = sys.ncpus();
-        let mut from = dst;
+        // A snapshot of the mask: steal_from() changes it as tasks move.
         let mask = self.overload_cpus[llc].clone();
-        let mut visited = 0;
-        while let Some(src) = mask.next_wrap(from) {
-            visited += 1;
+        for src in mask.iter_wrap(dst) {
             sys.charge_search(dst, 1, 0, 0);
             if self.steal_from(sys, dst, src) {
                 sys.stats[dst].steals += 1;
                 return 1;
-            }
-            from = if src + 1 >= n { 0 } else { src + 1 };
-            if visited >= mask.count() {
-                break;
             }
         }
         sys.stats[dst].steal_fails += 1;
@@ -666,17 +657,13 @@ impl Cfs {
             return false;
         }
         sys.charge_search(dst, 0, 1, 0);
-        let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().collect();
+        // can_migrate_task_llc(): allowed on dst and not running; least recently run first.
+        let curr = sys.curr(src);
         let mut examined = 0;
-        let mut found = None;
-        for p in candidates {
+        let found = self.rq[src].cfs.cfs_tasks.values().copied().find(|&p| {
             examined += 1;
-            // can_migrate_task_llc(): allowed on dst and not running.
-            if sys.tasks[p].can_run_on(dst) && sys.curr(src) != Some(p) {
-                found = Some(p);
-                break;
-            }
-        }
+            sys.tasks[p].can_run_on(dst) && curr != Some(p)
+        });
         sys.charge_search(dst, 0, 0, examined);
         match found {
             Some(p) => {

@@ -430,7 +430,7 @@ fn topology_levels(topo: &Topology, version: KernelVersion) -> Vec<TopoLevel> {
             let mut mask = CpuSet::new(topo.ncpus());
             for (k, node_span) in topo.node_cpus.iter().enumerate() {
                 if node_distance(topo, j, k) <= dist {
-                    or_into(&mut mask, node_span);
+                    mask.union_with(node_span);
                 }
             }
             masks.push(mask);
@@ -446,23 +446,6 @@ fn topology_levels(topo: &Topology, version: KernelVersion) -> Vec<TopoLevel> {
         });
     }
     levels
-}
-
-/// `dst |= src`.
-fn or_into(dst: &mut CpuSet, src: &CpuSet) {
-    for cpu in src.iter() {
-        dst.set(cpu);
-    }
-}
-
-/// `cpumask_subset(a, b)`.
-fn is_subset(a: &CpuSet, b: &CpuSet) -> bool {
-    a.iter().all(|cpu| b.contains(cpu))
-}
-
-/// The members of `span` in `for_each_cpu_wrap(i, span, start)` order.
-fn wrap_order(span: &CpuSet, start: usize) -> Vec<usize> {
-    span.iter().filter(|&c| c >= start).chain(span.iter().filter(|&c| c < start)).collect()
 }
 
 /// A fresh domain for `tl` (`sd_init()`): the version's defaults, then the level's
@@ -542,7 +525,7 @@ fn plain_groups(chains: &[Vec<SchedDomain>], level: usize, cpu: usize, caps: &[u
     let span = &chains[cpu][level].span;
     let mut covered = CpuSet::new(ncpus);
     let mut groups = Vec::new();
-    for i in wrap_order(span, cpu) {
+    for i in span.iter_wrap(cpu) {
         if covered.contains(i) {
             continue;
         }
@@ -555,7 +538,7 @@ fn plain_groups(chains: &[Vec<SchedDomain>], level: usize, cpu: usize, caps: &[u
             one.set(i);
             one
         };
-        or_into(&mut covered, &group_span);
+        covered.union_with(&group_span);
         groups.push(make_group(group_span.clone(), &group_span, caps));
     }
     groups
@@ -579,7 +562,7 @@ fn overlap_groups(
     let span = &chains[cpu][level].span;
     let mut covered = CpuSet::new(ncpus);
     let mut groups = Vec::new();
-    for i in wrap_order(span, cpu) {
+    for i in span.iter_wrap(cpu) {
         if covered.contains(i) {
             continue;
         }
@@ -589,8 +572,8 @@ fn overlap_groups(
             continue;
         }
         let mut sibling = level;
-        if version == KernelVersion::V5_15 && sibling > 0 && !is_subset(&chain[sibling - 1].span, span) {
-            while sibling > 0 && !is_subset(&chain[sibling - 1].span, span) {
+        if version == KernelVersion::V5_15 && sibling > 0 && !chain[sibling - 1].span.is_subset(span) {
+            while sibling > 0 && !chain[sibling - 1].span.is_subset(span) {
                 sibling -= 1;
             }
             while sibling > 0 && chain[sibling - 1].span == chain[sibling].span {
@@ -599,7 +582,7 @@ fn overlap_groups(
         }
         // build_group_from_child_sched_domain(): the child's span, or the domain's own.
         let group_span = if sibling > 0 { chain[sibling - 1].span.clone() } else { chain[sibling].span.clone() };
-        or_into(&mut covered, &group_span);
+        covered.union_with(&group_span);
         let balance = balance_mask(chains, sibling, &group_span);
         groups.push(make_group(group_span, &balance, caps));
     }
@@ -712,8 +695,8 @@ pub fn build(topo: &Topology, version: KernelVersion) -> Vec<CpuDomains> {
             }
             // build_sched_domain(): a level that does not contain its child is widened.
             if let Some(child) = chain.last() {
-                if !is_subset(&child.span, &sd.span) {
-                    or_into(&mut sd.span, &child.span);
+                if !child.span.is_subset(&sd.span) {
+                    sd.span.union_with(&child.span);
                     sd.span_weight = sd.span.count();
                 }
             }
@@ -1046,7 +1029,7 @@ mod tests {
                         assert!(sd.groups.len() > 1, "{spec} cpu{} {}", cd.cpu, sd.name());
                         let mut union = CpuSet::new(topo.ncpus());
                         for g in &sd.groups {
-                            or_into(&mut union, &g.span);
+                            union.union_with(&g.span);
                             assert!(g.span.contains(g.balance_cpu));
                         }
                         assert_eq!(union, sd.span);

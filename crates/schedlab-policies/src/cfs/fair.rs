@@ -546,8 +546,9 @@ impl Cfs {
         }
     }
 
-    /// Moves queued, not running `p` from `src` to `dst` (`detach_task` +
-    /// `attach_task`), with the wakeup-preemption check on `dst`.
+    /// Moves queued, not running `p` from `src` to `dst` (`detach_task()` +
+    /// `attach_task()`, fair.c v4.19 L7159/L7267), with the wakeup-preemption check
+    /// on `dst` that `attach_task()` does.
     pub fn move_task(&mut self, sys: &mut System, p: TaskId, src: usize, dst: usize, this_cpu: usize) {
         let now = sys.now_ns;
         let (src_over, dst_over) = (self.rq[src].cfs.nr_running >= 2, self.rq[dst].cfs.nr_running >= 2);

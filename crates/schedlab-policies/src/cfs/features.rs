@@ -3,6 +3,23 @@
 
 use schedlab_core::error::SpecError;
 
+/// Every switch `Features::slot` knows, in the order names are printed.
+const NAMES: [&str; 13] = [
+    "STEAL",
+    "START_DEBIT",
+    "GENTLE_FAIR_SLEEPERS",
+    "NEXT_BUDDY",
+    "LAST_BUDDY",
+    "CACHE_HOT_BUDDY",
+    "WAKEUP_PREEMPTION",
+    "SIS_PROP",
+    "SIS_AVG_CPU",
+    "WA_IDLE",
+    "WA_WEIGHT",
+    "WA_BIAS",
+    "LB_BIAS",
+];
+
 /// The fair-class features this model reads, with v4.19 defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Features {
@@ -53,8 +70,10 @@ impl Features {
         }
     }
 
+    /// The switch called `name` in features.h.
     fn slot(&mut self, name: &str) -> Option<&mut bool> {
         Some(match name {
+            "STEAL" => &mut self.steal,
             "START_DEBIT" => &mut self.start_debit,
             "GENTLE_FAIR_SLEEPERS" => &mut self.gentle_fair_sleepers,
             "NEXT_BUDDY" => &mut self.next_buddy,
@@ -67,7 +86,6 @@ impl Features {
             "WA_WEIGHT" => &mut self.wa_weight,
             "WA_BIAS" => &mut self.wa_bias,
             "LB_BIAS" => &mut self.lb_bias,
-            "STEAL" => &mut self.steal,
             _ => return None,
         })
     }
@@ -82,13 +100,12 @@ impl Features {
             match self.slot(name) {
                 Some(s) => *s = on,
                 None => {
+                    let known = NAMES.join(", ");
                     return Err(SpecError::new(
                         "policy feature",
                         f,
-                        "a feature of cfs@4.19 (STEAL, START_DEBIT, GENTLE_FAIR_SLEEPERS, NEXT_BUDDY, LAST_BUDDY, \
-                         CACHE_HOT_BUDDY, WAKEUP_PREEMPTION, SIS_PROP, SIS_AVG_CPU, WA_IDLE, WA_WEIGHT, WA_BIAS, LB_BIAS), \
-                         optionally prefixed NO_",
-                    ))
+                        format!("a feature of cfs@4.19 ({known}), optionally prefixed NO_"),
+                    ));
                 }
             }
         }
@@ -97,27 +114,11 @@ impl Features {
 
     /// The switches that differ from the version's defaults, as `+A+NO_B`.
     pub fn suffix(&self) -> String {
-        let base = Features::v4_19();
-        let mut me = self.clone();
+        let (mut me, mut base) = (self.clone(), Features::v4_19());
         let mut out = String::new();
-        for name in [
-            "STEAL",
-            "START_DEBIT",
-            "GENTLE_FAIR_SLEEPERS",
-            "NEXT_BUDDY",
-            "LAST_BUDDY",
-            "CACHE_HOT_BUDDY",
-            "WAKEUP_PREEMPTION",
-            "SIS_PROP",
-            "SIS_AVG_CPU",
-            "WA_IDLE",
-            "WA_WEIGHT",
-            "WA_BIAS",
-            "LB_BIAS",
-        ] {
-            let mine = *me.slot(name).expect("listed");
-            let def = *base.clone().slot(name).expect("listed");
-            if mine != def {
+        for name in NAMES {
+            let mine = *me.slot(name).expect("NAMES lists slots");
+            if mine != *base.slot(name).expect("NAMES lists slots") {
                 out.push('+');
                 if !mine {
                     out.push_str("NO_");
@@ -126,5 +127,22 @@ impl Features {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_name_is_a_switch_and_round_trips() {
+        let mut f = Features::v4_19();
+        for name in NAMES {
+            assert!(f.slot(name).is_some(), "{name}");
+        }
+        f.apply("STEAL+NO_WA_IDLE").unwrap();
+        assert_eq!(f.suffix(), "+STEAL+NO_WA_IDLE");
+        let e = f.apply("NO_SUCH").unwrap_err();
+        assert!(e.expected.contains("LB_BIAS"), "{e}");
     }
 }

@@ -209,41 +209,23 @@ impl Cfs {
         if !self.has_idle_cores[id] {
             return None;
         }
-        let span = self.doms[target].domains[llc].span.clone();
-        let mut seen = schedlab_core::cpuset::CpuSet::new(sys.ncpus());
+        // The kernel clears each core's siblings from a copy of the span as it goes,
+        // so every core is looked at once, starting from the target, wrapping.
+        let mut cpus = self.doms[target].domains[llc].span.clone();
         let mut scanned = 0;
-        let mut from = target;
-        let n = sys.ncpus();
-        for _ in 0..n {
-            let Some(core) = span.next_wrap(from) else { break };
-            from = core + 1;
-            if from >= n {
-                from = 0;
-            }
-            if seen.contains(core) {
-                if core == target || seen.count() >= span.count() {
-                    break;
-                }
-                continue;
-            }
-            if !sys.tasks[p].can_run_on(core) {
-                seen.set(core);
+        for core in self.doms[target].domains[llc].span.iter_wrap(target) {
+            if !cpus.contains(core) || !sys.tasks[p].can_run_on(core) {
                 continue;
             }
             let mut idle = true;
             for cpu in sys.topo.smt_siblings(core).iter() {
-                seen.set(cpu);
+                cpus.clear(cpu);
                 scanned += 1;
-                if !self.available_idle_cpu(sys, cpu) {
-                    idle = false;
-                }
+                idle &= self.available_idle_cpu(sys, cpu);
             }
             if idle {
                 sys.charge_search(this_cpu, scanned, 0, 0);
                 return Some(core);
-            }
-            if seen.count() >= span.count() {
-                break;
             }
         }
         sys.charge_search(this_cpu, scanned, 0, 0);
@@ -261,7 +243,7 @@ impl Cfs {
         if self.feat.sis_avg_cpu && avg_idle < avg_cost {
             return None;
         }
-        let span = self.doms[target].domains[llc].span.clone();
+        let span = &self.doms[target].domains[llc].span;
         let mut nr = u64::MAX;
         if self.feat.sis_prop {
             let span_avg = span.count() as u64 * avg_idle;
@@ -270,21 +252,15 @@ impl Cfs {
         let per_cpu = sys.cost.sched_ops.per_cpu_scanned_ns;
         let mut scanned = 0u64;
         let mut found = None;
-        let n = sys.ncpus();
-        let mut cpu = target;
-        for _ in 0..span.count() {
-            let Some(c) = span.next_wrap(cpu) else { break };
+        for c in span.iter_wrap(target) {
             nr -= 1;
             if nr == 0 {
+                // Out of budget: give up without updating the scan cost.
                 sys.charge_search(this_cpu, scanned, 0, 0);
                 return None;
             }
             scanned += 1;
-            cpu = if c + 1 >= n { 0 } else { c + 1 };
-            if !sys.tasks[p].can_run_on(c) {
-                continue;
-            }
-            if self.available_idle_cpu(sys, c) {
+            if sys.tasks[p].can_run_on(c) && self.available_idle_cpu(sys, c) {
                 found = Some(c);
                 break;
             }
