@@ -74,6 +74,9 @@ impl CpuSet {
 
     /// `cpumask_or(self, self, other)`.
     pub fn union_with(&mut self, other: &CpuSet) {
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
         for (w, o) in self.words.iter_mut().zip(&other.words) {
             *w |= o;
         }
@@ -81,7 +84,7 @@ impl CpuSet {
 
     /// `cpumask_subset(self, other)`.
     pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.words.iter().zip(&other.words).all(|(w, o)| w & !o == 0)
+        self.words.iter().enumerate().all(|(i, w)| w & !other.words.get(i).copied().unwrap_or(0) == 0)
     }
 
     /// Members in increasing order.
@@ -148,5 +151,10 @@ mod tests {
         t.union_with(&s);
         assert!(s.is_subset(&t));
         assert_eq!(t.to_list(), "1-3,5,64");
+        // Sets of different capacities (an empty default one) still combine.
+        let mut u = CpuSet::default();
+        u.union_with(&t);
+        assert_eq!(u, t);
+        assert!(CpuSet::default().is_subset(&t) && !t.is_subset(&CpuSet::default()));
     }
 }
