@@ -49,9 +49,13 @@ struct SgStats {
 }
 
 /// `MAX_PINNED_INTERVAL`, ms.
-const MAX_PINNED_INTERVAL_MS: u64 = 512;
+pub const MAX_PINNED_INTERVAL_MS: u64 = 512;
 
 impl Cfs {
+    pub(crate) fn balance_cost_pub(sys: &mut System, cpu: usize, cpus: u64, locks: u64, tasks: u64) {
+        Self::balance_cost(sys, cpu, cpus, locks, tasks);
+    }
+
     fn balance_cost(sys: &mut System, cpu: usize, cpus: u64, locks: u64, tasks: u64) {
         let c = &sys.cost.sched_ops;
         let ns = cpus * c.per_cpu_scanned_ns + locks * c.per_rq_lock_ns + tasks * c.per_task_examined_ns;
@@ -124,6 +128,9 @@ impl Cfs {
         idle: IdleType,
         charge_cpu: usize,
     ) -> (usize, bool) {
+        if self.reworked_balancer() {
+            return self.load_balance_v5(sys, this_cpu, sd_idx, idle, charge_cpu);
+        }
         sys.stats[this_cpu].lb_count += 1;
         let sd = &self.doms[this_cpu].domains[sd_idx];
         let pct = sd.imbalance_pct as u64;
@@ -135,16 +142,9 @@ impl Cfs {
         let groups: Vec<(CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
         let prefer_sibling = sd_idx > 0 && self.doms[this_cpu].domains[sd_idx - 1].flags & SD_PREFER_SIBLING != 0;
         let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
-        // should_we_balance() (v4.19 L8493): newly idle always; otherwise the first
-        // idle CPU of the local group, or its first CPU if none is idle.
-        if idle != IdleType::NewlyIdle {
-            let local = &groups[0].0;
-            let balance_cpu =
-                local.iter().find(|&c| self.idle_cpu(sys, c)).unwrap_or_else(|| local.iter().next().expect("group"));
-            if balance_cpu != this_cpu {
-                self.out_balanced(this_cpu, sd_idx);
-                return (0, false);
-            }
+        if !self.should_we_balance(sys, this_cpu, &groups[0].0, idle) {
+            self.out_balanced(this_cpu, sd_idx);
+            return (0, false);
         }
         // update_sd_lb_stats() (v4.19 L8143).
         let mut overload = false;
@@ -275,6 +275,30 @@ impl Cfs {
             sd.balance_interval_ms *= 2;
         }
         (moved, true)
+    }
+
+    /// `should_we_balance()` (v4.19 L8493, v5.10 L9474): newly idle always;
+    /// otherwise only the first idle CPU of the local group, or its first CPU if
+    /// none is idle.
+    pub(crate) fn should_we_balance(&self, sys: &System, this_cpu: usize, local: &CpuSet, idle: IdleType) -> bool {
+        if idle == IdleType::NewlyIdle {
+            return true;
+        }
+        let balance_cpu = local.iter().find(|&c| self.idle_cpu(sys, c)).unwrap_or_else(|| local.iter().next().expect("group"));
+        balance_cpu == this_cpu
+    }
+
+    /// Domains `load_balance()` may work on: v4.19 needs SD_LOAD_BALANCE, which
+    /// v5.8 removed (every attached domain balances).
+    pub(crate) fn sd_balances(&self, flags: u32) -> bool {
+        self.reworked_balancer() || flags & SD_LOAD_BALANCE != 0
+    }
+
+    /// `update_blocked_averages()` for a CPU without queued work: its load average
+    /// keeps decaying while nothing updates it. v5.x balances on `cpu_load()`,
+    /// which includes this blocked load.
+    pub(crate) fn update_blocked_averages(&mut self, cpu: usize, now: u64) {
+        self.update_load_avg(cpu, None, now);
     }
 
     /// The `out_balanced` tail of `load_balance()`: back off the interval.
@@ -434,10 +458,13 @@ impl Cfs {
                 );
             }
         } else {
+            if self.reworked_balancer() {
+                self.update_blocked_averages(cpu, sys.now_ns);
+            }
             let mut curr_cost = 0u64;
             for i in 0..self.doms[cpu].domains.len() {
                 let d = &self.doms[cpu].domains[i];
-                if d.flags & SD_LOAD_BALANCE == 0 {
+                if !self.sd_balances(d.flags) {
                     continue;
                 }
                 if avg_idle < curr_cost + d.max_newidle_lb_cost_ns {
@@ -474,20 +501,30 @@ impl Cfs {
         pulled.max(self.rq[cpu].cfs.nr_running)
     }
 
-    /// `get_sd_balance_interval()` (v4.19 L8800), in jiffies.
+    /// `get_sd_balance_interval()` (v4.19 L8800, v5.10 L9807), in jiffies.
     fn balance_interval_jiffies(&self, balance_interval_ms: u64, busy_factor: u32, busy: bool, ncpus: usize) -> u64 {
         let mut ms = balance_interval_ms;
         if busy {
             ms *= busy_factor as u64;
         }
         let hz = 1_000_000_000 / self.tick_ns;
-        let j = (ms * hz).div_ceil(1000);
+        let mut j = (ms * hz).div_ceil(1000);
+        // v5.10 (L9807): a busy CPU balances one jiffy early so that the levels do not
+        // all come due on the same tick.
+        if busy && self.reworked_balancer() {
+            j = j.saturating_sub(1);
+        }
         // max_load_balance_interval = HZ × online CPUs / 10.
         j.clamp(1, (hz * ncpus as u64 / 10).max(1))
     }
 
     /// `rebalance_domains()` (v4.19 L8935) for `cpu`, run on `charge_cpu`.
     pub fn rebalance_domains(&mut self, sys: &mut System, cpu: usize, mut idle: IdleType, charge_cpu: usize) {
+        if self.reworked_balancer() {
+            // run_rebalance_domains() / _nohz_idle_balance() first bring the CPU's
+            // blocked load up to date; only 5.x reads it.
+            self.update_blocked_averages(cpu, sys.now_ns);
+        }
         let jiffies = self.jiffies(sys.now_ns);
         let hz = 1_000_000_000 / self.tick_ns;
         let mut next_balance = jiffies + 60 * hz;
@@ -496,6 +533,7 @@ impl Cfs {
         let mut max_cost = 0;
         let mut continue_balancing = true;
         for i in 0..self.doms[cpu].domains.len() {
+            let reworked = self.reworked_balancer();
             let d = &mut self.doms[cpu].domains[i];
             if jiffies > d.next_decay_max_lb_cost_jiffies {
                 d.max_newidle_lb_cost_ns = d.max_newidle_lb_cost_ns * 253 / 256;
@@ -503,7 +541,7 @@ impl Cfs {
                 need_decay = true;
             }
             max_cost += d.max_newidle_lb_cost_ns;
-            if d.flags & SD_LOAD_BALANCE == 0 {
+            if !reworked && d.flags & SD_LOAD_BALANCE == 0 {
                 continue;
             }
             if !continue_balancing {

@@ -64,6 +64,21 @@ pub enum KernelVersion {
     V5_15,
 }
 
+impl KernelVersion {
+    /// The version as written in a policy name (`cfs@5.15`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelVersion::V4_19 => "4.19",
+            KernelVersion::V5_10 => "5.10",
+            KernelVersion::V5_15 => "5.15",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<KernelVersion> {
+        [KernelVersion::V4_19, KernelVersion::V5_10, KernelVersion::V5_15].into_iter().find(|v| v.name() == s)
+    }
+}
+
 /// The topology level a domain was built for.
 ///
 /// The kernel's NODE level (the NUMA identity distance added by `sched_init_numa()`) has the

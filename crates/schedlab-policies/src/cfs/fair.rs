@@ -63,6 +63,10 @@ pub struct CfsRq {
 pub struct Rq {
     pub cfs: CfsRq,
     pub avg_idle_ns: u64,
+    /// v5.15 `rq->wake_avg_idle`: half of avg_idle at the last wakeup from idle,
+    /// halved per jiffy since (`wake_stamp`) and spent by idle-CPU scans.
+    pub wake_avg_idle_ns: u64,
+    pub wake_stamp: u64,
     pub idle_stamp_ns: Option<u64>,
     pub max_idle_balance_cost_ns: u64,
     pub next_balance: u64,
@@ -118,11 +122,10 @@ pub const SCHED_STEAL_COST_NS: u64 = 10_000;
 impl Cfs {
     /// `cfs@4.19` with `features` (`STEAL`, `NO_WA_IDLE`, …) and sysctls.
     pub fn new(version: &str, features: Option<&str>, sysctls: &[(String, String)]) -> Result<Cfs, SpecError> {
-        let version = match version {
-            "4.19" => KernelVersion::V4_19,
-            v => return Err(SpecError::new("cfs version", v, "a modelled version: 4.19")),
+        let Some(version) = KernelVersion::parse(version) else {
+            return Err(SpecError::new("cfs version", version, "a modelled version: 4.19, 5.10 or 5.15"));
         };
-        let mut feat = Features::v4_19();
+        let mut feat = Features::for_version(version);
         if let Some(f) = features {
             feat.apply(f)?;
         }
@@ -267,14 +270,30 @@ impl Cfs {
         let res = self.res;
         if let Some(p) = p {
             let running = self.rq[cpu].cfs.curr == Some(p);
+            let runnable = self.se_runnable(p);
             let se = &mut self.se[p];
             let w = res.scale_load_down(se.load.weight);
-            se.avg.update_se(now, se.on_rq, running, w, w);
+            se.avg.update_se(now, se.on_rq, running, w, runnable);
         }
+        let reworked = self.reworked_balancer();
         let cfs = &mut self.rq[cpu].cfs;
         let load = res.scale_load_down(cfs.load.weight);
-        let runnable = res.scale_load_down(cfs.runnable_weight);
+        // v5.7+ replaced the weighted runnable load by `runnable_avg`: 1024 per
+        // runnable task (`h_nr_running << SCHED_CAPACITY_SHIFT`), whatever its weight.
+        let runnable = if reworked { cfs.nr_running as u64 * 1024 } else { res.scale_load_down(cfs.runnable_weight) };
         cfs.avg.update_cfs_rq(now, load, runnable, cfs.curr.is_some());
+    }
+
+    /// The runnable weight of `p`'s entity: its unscaled weight (v4.19
+    /// `se_runnable()`), or 1024 for the v5.7+ `runnable_avg`, which counts tasks.
+    /// (v5.7+ also keeps a sleeping task's runnable history attached to its
+    /// runqueue, decaying like its load; here it leaves at dequeue as in v4.19.)
+    pub fn se_runnable(&self, p: TaskId) -> u64 {
+        if self.reworked_balancer() {
+            1024
+        } else {
+            self.res.scale_load_down(self.se[p].load.weight)
+        }
     }
 
     /// `enqueue_entity()` (v4.19 L3857) plus the STEAL overload bookkeeping of
@@ -303,9 +322,10 @@ impl Cfs {
         }
         let w = self.se[p].load.weight;
         let avg = self.se[p].avg;
+        let runnable = self.se_runnable(p);
         let cfs = &mut self.rq[cpu].cfs;
         cfs.runnable_weight += w;
-        cfs.avg.enqueue_runnable_load(&avg, w_down);
+        cfs.avg.enqueue_runnable_load(&avg, runnable);
         cfs.load.add(w);
         cfs.nr_running += 1;
         if wakeup {
@@ -333,11 +353,11 @@ impl Cfs {
         self.update_load_avg(cpu, Some(p), now);
         let w = self.se[p].load.weight;
         {
-            let w_down = self.res.scale_load_down(w);
+            let runnable = self.se_runnable(p);
             let avg = self.se[p].avg;
             let cfs = &mut self.rq[cpu].cfs;
             cfs.runnable_weight = cfs.runnable_weight.saturating_sub(w);
-            cfs.avg.dequeue_runnable_load(&avg, w_down);
+            cfs.avg.dequeue_runnable_load(&avg, runnable);
         }
         self.clear_buddies(cpu, p);
         if self.rq[cpu].cfs.curr != Some(p) {
@@ -375,19 +395,30 @@ impl Cfs {
         }
     }
 
-    /// `wakeup_gran()` (v4.19 L6433): the granularity in the wakee's virtual time.
-    pub fn wakeup_gran(&mut self, p: TaskId) -> u64 {
-        calc_delta_fair(self.sysctl.wakeup_granularity_ns, &mut self.se[p].load, self.res)
+    /// `wakeup_gran()` (v4.19 L6433, v5.15 L7047): the granularity in the wakee's
+    /// virtual time. With SCALE_WAKEUP_GRAN (Gorman 2021, v1) and a runqueue given
+    /// (only check_preempt_wakeup passes one; buddy picks do not), a runqueue of more
+    /// than one entity multiplies it by `min(nr_running >> 1, sched_nr_latency)`.
+    pub fn wakeup_gran(&mut self, cfs_rq_cpu: Option<usize>, p: TaskId) -> u64 {
+        let mut gran = self.sysctl.wakeup_granularity_ns;
+        if let Some(cpu) = cfs_rq_cpu.filter(|_| self.feat.scale_wakeup_gran) {
+            let nr_running = self.rq[cpu].cfs.nr_running as u64;
+            if nr_running > 1 {
+                gran *= (nr_running >> 1).min(self.sysctl.nr_latency);
+            }
+        }
+        calc_delta_fair(gran, &mut self.se[p].load, self.res)
     }
 
-    /// `wakeup_preempt_entity()` (v4.19 L6468): −1 if `curr` is not ahead of `se`,
-    /// 1 if ahead by more than the wakee's granularity, else 0.
-    pub fn wakeup_preempt_entity(&mut self, curr: TaskId, se: TaskId) -> i32 {
+    /// `wakeup_preempt_entity()` (v4.19 L6468, v5.15 L7094): −1 if `curr` is not
+    /// ahead of `se`, 1 if ahead by more than the wakee's granularity, else 0.
+    /// `cfs_rq_cpu` is the runqueue SCALE_WAKEUP_GRAN reads (None from buddy picks).
+    pub fn wakeup_preempt_entity(&mut self, cfs_rq_cpu: Option<usize>, curr: TaskId, se: TaskId) -> i32 {
         let vdiff = self.se[curr].vruntime as i64 - self.se[se].vruntime as i64;
         if vdiff <= 0 {
             return -1;
         }
-        if vdiff as u64 > self.wakeup_gran(se) {
+        if vdiff as u64 > self.wakeup_gran(cfs_rq_cpu, se) {
             1
         } else {
             0
@@ -402,19 +433,19 @@ impl Cfs {
         let mut se = left;
         if cfs.skip == Some(se) {
             if let Some(&(_, _, second)) = cfs.timeline.iter().nth(1) {
-                if self.wakeup_preempt_entity(second, left) < 1 {
+                if self.wakeup_preempt_entity(None, second, left) < 1 {
                     se = second;
                 }
             }
         }
         let (last, next) = (self.rq[cpu].cfs.last, self.rq[cpu].cfs.next);
         if let Some(l) = last {
-            if self.wakeup_preempt_entity(l, left) < 1 {
+            if self.wakeup_preempt_entity(None, l, left) < 1 {
                 se = l;
             }
         }
         if let Some(n) = next {
-            if self.wakeup_preempt_entity(n, left) < 1 {
+            if self.wakeup_preempt_entity(None, n, left) < 1 {
                 se = n;
             }
         }
@@ -588,7 +619,7 @@ impl Cfs {
             return false;
         }
         self.update_curr(cpu, sys.now_ns);
-        if self.wakeup_preempt_entity(curr, p) == 1 {
+        if self.wakeup_preempt_entity(Some(cpu), curr, p) == 1 {
             // Bias the next pick towards the task that caused the preemption.
             if !next_buddy_marked {
                 self.rq[cpu].cfs.next = Some(p);
@@ -626,6 +657,8 @@ impl Cfs {
                 cfs: CfsRq { min_vruntime: MIN_VRUNTIME_START, ..CfsRq::default() },
                 // sched_init(): avg_idle = 2 × migration cost, max_idle_balance_cost = migration cost.
                 avg_idle_ns: 2 * self.sysctl.migration_cost_ns,
+                wake_avg_idle_ns: 2 * self.sysctl.migration_cost_ns,
+                wake_stamp: 0,
                 idle_stamp_ns: None,
                 max_idle_balance_cost_ns: self.sysctl.migration_cost_ns,
                 next_balance: 0,
@@ -641,7 +674,7 @@ impl Cfs {
 
 impl SchedClass for Cfs {
     fn name(&self) -> String {
-        format!("cfs@4.19{}", self.feat.suffix())
+        format!("cfs@{}{}", self.version.name(), self.feat.suffix())
     }
 
     fn init(&mut self, sys: &mut System) {
@@ -721,6 +754,8 @@ impl SchedClass for Cfs {
                 let avg = rq.avg_idle_ns as i64;
                 let max = 2 * rq.max_idle_balance_cost_ns;
                 rq.avg_idle_ns = ((avg + ((delta - avg) >> 3)).max(0) as u64).min(max);
+                rq.wake_avg_idle_ns = rq.avg_idle_ns / 2;
+                rq.wake_stamp = now / self.tick_ns;
             }
         }
     }
@@ -850,8 +885,12 @@ mod tests {
     use schedlab_core::Topology;
 
     fn cfs_on(spec: &str, features: Option<&str>, sysctls: &[(&str, &str)]) -> Cfs {
+        cfs_version_on("4.19", spec, features, sysctls)
+    }
+
+    fn cfs_version_on(version: &str, spec: &str, features: Option<&str>, sysctls: &[(&str, &str)]) -> Cfs {
         let s: Vec<(String, String)> = sysctls.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let mut c = Cfs::new("4.19", features, &s).unwrap();
+        let mut c = Cfs::new(version, features, &s).unwrap();
         c.boot_on(&Topology::parse(spec).unwrap(), 4_000_000);
         c
     }
@@ -909,15 +948,35 @@ mod tests {
         let woken = add_task(&mut c, 0);
         c.se[woken].vruntime = 1_000_000_000;
         c.se[curr].vruntime = 1_000_000_000 + 15_000_000;
-        assert_eq!(c.wakeup_preempt_entity(curr, woken), 0, "exactly the granularity ahead: no preemption");
+        assert_eq!(c.wakeup_preempt_entity(None, curr, woken), 0, "exactly the granularity ahead: no preemption");
         c.se[curr].vruntime += 1;
-        assert_eq!(c.wakeup_preempt_entity(curr, woken), 1);
+        assert_eq!(c.wakeup_preempt_entity(None, curr, woken), 1);
         c.se[curr].vruntime = 999_000_000;
-        assert_eq!(c.wakeup_preempt_entity(curr, woken), -1);
+        assert_eq!(c.wakeup_preempt_entity(None, curr, woken), -1);
         // A nice-19 wakee needs 1024/15 × the granularity in its virtual time.
         let light = add_task(&mut c, 19);
-        assert_eq!(c.wakeup_gran(light), calc_delta_fair(15_000_000, &mut c.se[light].load.clone(), c.res));
-        assert!(c.wakeup_gran(light) > 1_000_000_000);
+        assert_eq!(c.wakeup_gran(None, light), calc_delta_fair(15_000_000, &mut c.se[light].load.clone(), c.res));
+        assert!(c.wakeup_gran(None, light) > 1_000_000_000);
+    }
+
+    #[test]
+    fn scale_wakeup_gran_multiplies_by_half_the_queue_up_to_nr_latency() {
+        // 80 CPUs: the normalized 1 ms granularity × (1 + ilog2(8)) = 4 ms; nr_latency 8.
+        let mut on = cfs_version_on("5.15", "2x1x20x2", Some("SCALE_WAKEUP_GRAN"), &[]);
+        let mut off = cfs_version_on("5.15", "2x1x20x2", None, &[]);
+        assert_eq!((on.sysctl.wakeup_granularity_ns, on.sysctl.nr_latency), (4_000_000, 8));
+        for (nr_running, factor) in [(1usize, 1u64), (2, 1), (9, 4), (40, 8)] {
+            for c in [&mut on, &mut off] {
+                let p = add_task(c, 0);
+                c.rq[0].cfs.nr_running = nr_running;
+                // A nice-0 wakee: virtual time equals real time.
+                assert_eq!(c.wakeup_gran(None, p), 4_000_000, "buddy picks never scale");
+            }
+            let p = add_task(&mut on, 0);
+            assert_eq!(on.wakeup_gran(Some(0), p), 4_000_000 * factor, "nr_running {nr_running}");
+            let p = add_task(&mut off, 0);
+            assert_eq!(off.wakeup_gran(Some(0), p), 4_000_000, "feature off, nr_running {nr_running}");
+        }
     }
 
     #[test]

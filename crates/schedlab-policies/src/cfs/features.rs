@@ -3,9 +3,13 @@
 
 use schedlab_core::error::SpecError;
 
+use super::domains::KernelVersion;
+
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 13] = [
+const NAMES: [&str; 15] = [
     "STEAL",
+    "SCALE_WAKEUP_GRAN",
+    "NUMA_FORK_SPREAD",
     "START_DEBIT",
     "GENTLE_FAIR_SLEEPERS",
     "NEXT_BUDDY",
@@ -20,9 +24,11 @@ const NAMES: [&str; 13] = [
     "LB_BIAS",
 ];
 
-/// The fair-class features this model reads, with v4.19 defaults.
+/// The fair-class features this model reads, with the defaults of one version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Features {
+    /// The version whose features.h this is: decides which names exist.
+    pub version: KernelVersion,
     /// Place new tasks one vslice to the right of min_vruntime.
     pub start_debit: bool,
     /// Sleeper credit is half of sched_latency.
@@ -49,11 +55,23 @@ pub struct Features {
     pub lb_bias: bool,
     /// Steal a task from an overloaded CPU of the LLC when going idle (Sistare 2018).
     pub steal: bool,
+    /// Scale the wakeup granularity by the runqueue's length (Gorman 2021, v1 on 5.15-rc1).
+    pub scale_wakeup_gran: bool,
+    /// Limit the NUMA imbalance at fork and let it float in the balancer (Gorman 2020,
+    /// merged for v5.11, so always on in 5.15).
+    pub numa_fork_spread: bool,
 }
 
 impl Features {
     pub fn v4_19() -> Features {
+        Features::for_version(KernelVersion::V4_19)
+    }
+
+    /// features.h of `version`. The seed patches are off; NUMA_FORK_SPREAD is part
+    /// of v5.15.
+    pub fn for_version(version: KernelVersion) -> Features {
         Features {
+            version,
             start_debit: true,
             gentle_fair_sleepers: true,
             next_buddy: false,
@@ -65,8 +83,25 @@ impl Features {
             wa_idle: true,
             wa_weight: true,
             wa_bias: true,
-            lb_bias: true,
+            lb_bias: version == KernelVersion::V4_19,
             steal: false,
+            scale_wakeup_gran: false,
+            numa_fork_spread: version == KernelVersion::V5_15,
+        }
+    }
+
+    /// Whether `name` is a switch in this version: LB_BIAS went with the load
+    /// indexes (v5.0), SIS_AVG_CPU in v5.13; the seed patches apply to the kernel
+    /// they were posted against (STEAL: 4.20-rc1, SCALE_WAKEUP_GRAN: 5.15-rc1,
+    /// NUMA_FORK_SPREAD: 5.10-rc2 and merged in 5.11).
+    fn exists(&self, name: &str) -> bool {
+        use KernelVersion::*;
+        match name {
+            "LB_BIAS" | "STEAL" => self.version == V4_19,
+            "SIS_AVG_CPU" => self.version != V5_15,
+            "SCALE_WAKEUP_GRAN" => self.version == V5_15,
+            "NUMA_FORK_SPREAD" => self.version != V4_19,
+            _ => true,
         }
     }
 
@@ -74,6 +109,8 @@ impl Features {
     fn slot(&mut self, name: &str) -> Option<&mut bool> {
         Some(match name {
             "STEAL" => &mut self.steal,
+            "SCALE_WAKEUP_GRAN" => &mut self.scale_wakeup_gran,
+            "NUMA_FORK_SPREAD" => &mut self.numa_fork_spread,
             "START_DEBIT" => &mut self.start_debit,
             "GENTLE_FAIR_SLEEPERS" => &mut self.gentle_fair_sleepers,
             "NEXT_BUDDY" => &mut self.next_buddy,
@@ -97,14 +134,15 @@ impl Features {
                 Some(n) => (n, false),
                 None => (f, true),
             };
+            let exists = self.exists(name);
             match self.slot(name) {
-                Some(s) => *s = on,
-                None => {
-                    let known = NAMES.join(", ");
+                Some(s) if exists => *s = on,
+                _ => {
+                    let known: Vec<&str> = NAMES.iter().copied().filter(|n| self.exists(n)).collect();
                     return Err(SpecError::new(
                         "policy feature",
                         f,
-                        format!("a feature of cfs@4.19 ({known}), optionally prefixed NO_"),
+                        format!("a feature of cfs@{} ({}), optionally prefixed NO_", self.version.name(), known.join(", ")),
                     ));
                 }
             }
@@ -114,7 +152,7 @@ impl Features {
 
     /// The switches that differ from the version's defaults, as `+A+NO_B`.
     pub fn suffix(&self) -> String {
-        let (mut me, mut base) = (self.clone(), Features::v4_19());
+        let (mut me, mut base) = (self.clone(), Features::for_version(self.version));
         let mut out = String::new();
         for name in NAMES {
             let mine = *me.slot(name).expect("NAMES lists slots");
@@ -144,5 +182,22 @@ mod tests {
         assert_eq!(f.suffix(), "+STEAL+NO_WA_IDLE");
         let e = f.apply("NO_SUCH").unwrap_err();
         assert!(e.expected.contains("LB_BIAS"), "{e}");
+    }
+
+    #[test]
+    fn switches_exist_only_in_their_versions() {
+        let mut f = Features::for_version(KernelVersion::V5_15);
+        assert!(f.numa_fork_spread && !f.lb_bias && !f.scale_wakeup_gran);
+        f.apply("SCALE_WAKEUP_GRAN").unwrap();
+        assert_eq!(f.suffix(), "+SCALE_WAKEUP_GRAN");
+        let e = f.apply("STEAL").unwrap_err();
+        assert!(e.expected.contains("cfs@5.15") && !e.expected.contains("STEAL"), "{e}");
+        assert!(f.apply("SIS_AVG_CPU").is_err());
+        let mut f = Features::for_version(KernelVersion::V5_10);
+        assert!(!f.numa_fork_spread);
+        f.apply("NUMA_FORK_SPREAD").unwrap();
+        assert_eq!(f.suffix(), "+NUMA_FORK_SPREAD");
+        assert!(f.apply("SCALE_WAKEUP_GRAN").is_err());
+        assert!(Features::v4_19().apply("NUMA_FORK_SPREAD").is_err());
     }
 }

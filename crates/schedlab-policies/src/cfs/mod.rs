@@ -6,6 +6,7 @@
 //! feature), `features` (features.h), `sysctl` (tunables).
 
 pub mod balance;
+pub mod balance5;
 pub mod domains;
 pub mod fair;
 pub mod features;

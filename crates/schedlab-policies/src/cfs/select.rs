@@ -7,7 +7,7 @@
 use schedlab_core::sched::{SelectReason, System, WakeFlags};
 use schedlab_core::task::TaskId;
 
-use super::domains::{SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_LOAD_BALANCE, SD_NUMA, SD_WAKE_AFFINE};
+use super::domains::{KernelVersion, SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_NUMA, SD_WAKE_AFFINE};
 use super::fair::Cfs;
 
 impl Cfs {
@@ -45,7 +45,7 @@ impl Cfs {
         !(slave < factor || master < slave * factor)
     }
 
-    /// `wake_affine_idle()` (v4.19 L5593).
+    /// `wake_affine_idle()` (v4.19 L5593; v5.15 L5907 adds the idle previous CPU).
     fn wake_affine_idle(&self, sys: &System, this_cpu: usize, prev_cpu: usize, sync: bool) -> Option<usize> {
         if self.available_idle_cpu(sys, this_cpu) && self.cpus_share_cache(this_cpu, prev_cpu) {
             return Some(if self.available_idle_cpu(sys, prev_cpu) { prev_cpu } else { this_cpu });
@@ -53,7 +53,22 @@ impl Cfs {
         if sync && self.rq[this_cpu].cfs.nr_running == 1 {
             return Some(this_cpu);
         }
+        if self.version == KernelVersion::V5_15 && self.available_idle_cpu(sys, prev_cpu) {
+            return Some(prev_cpu);
+        }
         None
+    }
+
+    /// The load `wake_affine_weight()` and `find_idlest_group_cpu()` compare:
+    /// v4.19 the runnable load through the `wake_idx` index, v5.x `cpu_load()`.
+    fn wake_load(&self, cpu: usize, idx: u32, target: bool) -> u64 {
+        if self.reworked_balancer() {
+            self.cpu_load(cpu)
+        } else if target {
+            self.target_load(cpu, idx)
+        } else {
+            self.source_load(cpu, idx)
+        }
     }
 
     /// `wake_affine_weight()` (v4.19 L5619): pull to the waker if its CPU would
@@ -68,7 +83,7 @@ impl Cfs {
         sync: bool,
     ) -> Option<usize> {
         let sd = &self.doms[this_cpu].domains[sd_idx];
-        let mut this_eff = self.target_load(this_cpu, sd.wake_idx) as i128;
+        let mut this_eff = self.wake_load(this_cpu, sd.wake_idx, true) as i128;
         if sync {
             if let Some(w) = waker {
                 let current_load = self.se[w].avg.load_avg as i128;
@@ -84,7 +99,7 @@ impl Cfs {
             this_eff *= 100;
         }
         this_eff *= self.rq[prev_cpu].cpu_capacity as i128;
-        let mut prev_eff = self.source_load(prev_cpu, sd.wake_idx) as i128 - task_load;
+        let mut prev_eff = self.wake_load(prev_cpu, sd.wake_idx, false) as i128 - task_load;
         if self.feat.wa_bias {
             prev_eff *= 100 + (sd.imbalance_pct as i128 - 100) / 2;
         }
@@ -136,7 +151,7 @@ impl Cfs {
         let mut new_cpu = prev_cpu;
         let mut sd: Option<usize> = None;
         for (i, d) in self.doms[cpu].domains.iter().enumerate() {
-            if d.flags & SD_LOAD_BALANCE == 0 {
+            if !self.sd_balances(d.flags) {
                 break;
             }
             if want_affine && d.flags & SD_WAKE_AFFINE != 0 && d.span.contains(prev_cpu) {
@@ -156,6 +171,9 @@ impl Cfs {
             return self.find_idlest_cpu(sys, sd, p, cpu, prev_cpu, sd_flag);
         }
         if !fork {
+            if self.version == KernelVersion::V5_15 {
+                return self.select_idle_sibling_v515(sys, p, prev_cpu, new_cpu, cpu);
+            }
             new_cpu = self.select_idle_sibling(sys, p, prev_cpu, new_cpu, cpu);
             if want_affine {
                 if let Some(w) = waker {
@@ -197,6 +215,134 @@ impl Cfs {
             return i;
         }
         target
+    }
+
+    /// `select_idle_sibling()` of v5.15 (L6400): as v4.19 up to the LLC scan, with
+    /// `recent_used_cpu` kept by the wakee (set to `prev` on every wakeup); then, on
+    /// SMT machines without an idle core, an idle sibling of `prev`; then one pass
+    /// of `select_idle_cpu()` that looks for an idle core when one is expected and
+    /// for any idle CPU otherwise (Gorman's "scan for an idle sibling in a single
+    /// pass", v5.12; van Riel's select_idle_smt on prev, v5.14).
+    fn select_idle_sibling_v515(&mut self, sys: &mut System, p: TaskId, prev: usize, target: usize, this_cpu: usize) -> usize {
+        sys.charge_search(this_cpu, 1, 0, 0);
+        if self.available_idle_cpu(sys, target) {
+            return target;
+        }
+        if prev != target && self.cpus_share_cache(prev, target) {
+            sys.charge_search(this_cpu, 1, 0, 0);
+            if self.available_idle_cpu(sys, prev) {
+                return prev;
+            }
+        }
+        let recent = self.se[p].recent_used_cpu;
+        self.se[p].recent_used_cpu = prev;
+        if recent != prev && recent != target && self.cpus_share_cache(recent, target) {
+            sys.charge_search(this_cpu, 1, 0, 0);
+            // v5.15 tests the allowed mask against the field it just overwrote (prev).
+            if self.available_idle_cpu(sys, recent) && sys.tasks[p].can_run_on(prev) {
+                return recent;
+            }
+        }
+        let Some(llc) = self.doms[target].sd_llc else { return target };
+        let mut has_idle_core = false;
+        if sys.topo.smt_siblings(target).count() > 1 {
+            has_idle_core = self.has_idle_cores[self.llc_id(target)];
+            if !has_idle_core && self.cpus_share_cache(prev, target) {
+                let span = self.doms[target].domains[llc].span.clone();
+                let sibs = sys.topo.smt_siblings(prev).clone();
+                sys.charge_search(this_cpu, sibs.count() as u64, 0, 0);
+                let found =
+                    sibs.iter().find(|&c| span.contains(c) && sys.tasks[p].can_run_on(c) && self.available_idle_cpu(sys, c));
+                if let Some(c) = found {
+                    return c;
+                }
+            }
+        }
+        self.select_idle_cpu_v515(sys, p, target, llc, this_cpu, has_idle_core).unwrap_or(target)
+    }
+
+    /// `select_idle_cpu()` of v5.15 (L6279) with `select_idle_core()` (L6207): one
+    /// wrap-order pass from `target + 1`. Expecting an idle core, it wants a core
+    /// whose threads are all idle (remembering the first idle CPU as fallback, no
+    /// bound) and clears the hint if none is found; otherwise SIS_PROP bounds the
+    /// scan by this CPU's aged `wake_avg_idle` over the LLC's average scan cost.
+    fn select_idle_cpu_v515(
+        &mut self,
+        sys: &mut System,
+        p: TaskId,
+        target: usize,
+        llc: usize,
+        this_cpu: usize,
+        has_idle_core: bool,
+    ) -> Option<usize> {
+        let this_llc = self.llc_id(this_cpu);
+        let span = self.doms[target].domains[llc].span.clone();
+        let mut nr = u64::MAX;
+        if self.feat.sis_prop && !has_idle_core {
+            let now_j = self.jiffies(sys.now_ns);
+            let rq = &mut self.rq[this_cpu];
+            while rq.wake_stamp < now_j && rq.wake_avg_idle_ns > 0 {
+                rq.wake_stamp += 1;
+                rq.wake_avg_idle_ns >>= 1;
+            }
+            let avg_cost = self.avg_scan_cost_ns[this_llc] + 1;
+            let span_avg = span.count() as u64 * self.rq[this_cpu].wake_avg_idle_ns;
+            nr = if span_avg > 4 * avg_cost { span_avg / avg_cost } else { 4 };
+        }
+        let mut cpus = span.clone();
+        let mut idle_cpu = None;
+        let mut scanned = 0u64;
+        let start = (target + 1) % sys.ncpus();
+        for cpu in span.iter_wrap(start) {
+            if !cpus.contains(cpu) || !sys.tasks[p].can_run_on(cpu) {
+                continue;
+            }
+            if has_idle_core {
+                // select_idle_core(): every thread of this core idle?
+                let mut idle = true;
+                let sibs = sys.topo.smt_siblings(cpu);
+                for c in sibs.iter() {
+                    cpus.clear(c);
+                }
+                for c in sibs.iter() {
+                    scanned += 1;
+                    if !self.available_idle_cpu(sys, c) {
+                        idle = false;
+                        break;
+                    }
+                    if idle_cpu.is_none() && sys.tasks[p].can_run_on(c) {
+                        idle_cpu = Some(c);
+                    }
+                }
+                if idle {
+                    sys.charge_search(this_cpu, scanned, 0, 0);
+                    return Some(cpu);
+                }
+            } else {
+                nr -= 1;
+                if nr == 0 {
+                    sys.charge_search(this_cpu, scanned, 0, 0);
+                    return None;
+                }
+                scanned += 1;
+                if self.available_idle_cpu(sys, cpu) {
+                    idle_cpu = Some(cpu);
+                    break;
+                }
+            }
+        }
+        sys.charge_search(this_cpu, scanned, 0, 0);
+        if has_idle_core {
+            let id = self.llc_id(target);
+            self.has_idle_cores[id] = false;
+        } else if self.feat.sis_prop {
+            let time = scanned * sys.cost.sched_ops.per_cpu_scanned_ns;
+            let rq = &mut self.rq[this_cpu];
+            rq.wake_avg_idle_ns -= rq.wake_avg_idle_ns.min(time);
+            let cost = self.avg_scan_cost_ns[this_llc] as i64;
+            self.avg_scan_cost_ns[this_llc] = (cost + (time as i64 - cost) / 8).max(0) as u64;
+        }
+        idle_cpu
     }
 
     /// `select_idle_core()` (v4.19 L5997): a core whose threads are all idle, if the
@@ -312,7 +458,12 @@ impl Cfs {
                 level = l.checked_sub(1);
                 continue;
             }
-            let Some(group) = self.find_idlest_group(sys, cpu, l, p, sd_flag) else {
+            let group = if self.reworked_balancer() {
+                self.find_idlest_group_v5(sys, l, p, cpu).map(|g| self.doms[cpu].domains[l].groups[g].span.clone())
+            } else {
+                self.find_idlest_group(sys, cpu, l, p, sd_flag)
+            };
+            let Some(group) = group else {
                 level = l.checked_sub(1);
                 continue;
             };
@@ -443,7 +594,7 @@ impl Cfs {
                     shallowest = Some((i, stamp));
                 }
             } else if shallowest.is_none() {
-                let load = self.weighted_cpuload(i);
+                let load = self.wake_load(i, 0, false);
                 if least.is_none_or(|(_, l)| load < l || (load == l && i == this_cpu)) {
                     least = Some((i, load));
                 }

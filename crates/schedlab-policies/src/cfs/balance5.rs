@@ -1,0 +1,628 @@
+//! The reworked load balancer of v5.5+ (Vincent Guittot, "sched/fair: rework
+//! load_balance", v5.5), as in v5.10 and v5.15: groups classified by type,
+//! `calculate_imbalance()` choosing what to migrate (load, utilisation or a task
+//! count), loads that include blocked load (`cpu_load()` = `cfs.avg.load_avg`,
+//! v5.7+) and the runnable signal; and the same classification for fork placement
+//! (`find_idlest_group()`), with the NUMA imbalance rules of each version.
+//!
+//! What is shared with v4.19 (should_we_balance, detach from the least recently
+//! run end, active balance, interval back-off) lives in `balance.rs`; this file
+//! holds what v5.5 replaced. Line numbers are fair.c of v5.10 / v5.15.
+
+use schedlab_core::cpuset::CpuSet;
+use schedlab_core::sched::System;
+use schedlab_core::task::TaskId;
+
+use super::balance::IdleType;
+use super::domains::{KernelVersion, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_PKG_RESOURCES};
+use super::fair::Cfs;
+
+/// `SCHED_CAPACITY_SCALE`.
+const SCALE: u64 = 1024;
+
+/// `NUMA_IMBALANCE_MIN` (v5.11: the "magic number" 2 of v5.7's
+/// `adjust_numa_imbalance()`, named).
+pub const NUMA_IMBALANCE_MIN: u64 = 2;
+
+/// `enum group_type` (v5.10 L7344): the order is the pull priority. Misfit and
+/// asym-packing need asymmetric CPUs, which no modelled machine has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GroupType {
+    HasSpare,
+    FullyBusy,
+    Imbalanced,
+    Overloaded,
+}
+
+/// `enum migration_type` (v5.10 L7382), without `migrate_misfit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationType {
+    Load,
+    Util,
+    Task,
+}
+
+/// `struct sg_lb_stats` (v5.10 L8125), the fields this model reads.
+#[derive(Clone, Debug)]
+pub struct Sg5 {
+    pub span: CpuSet,
+    pub avg_load: u64,
+    pub group_load: u64,
+    pub group_capacity: u64,
+    pub group_util: u64,
+    pub group_runnable: u64,
+    /// `sum_nr_running`; only fair tasks exist here, so it equals `sum_h_nr_running`.
+    pub sum_nr_running: u64,
+    pub idle_cpus: u64,
+    pub group_weight: u64,
+    pub group_type: GroupType,
+}
+
+impl Sg5 {
+    fn empty(span: &CpuSet, capacity: u64) -> Sg5 {
+        Sg5 {
+            span: span.clone(),
+            avg_load: 0,
+            group_load: 0,
+            group_capacity: capacity.max(1),
+            group_util: 0,
+            group_runnable: 0,
+            sum_nr_running: 0,
+            idle_cpus: 0,
+            group_weight: span.count() as u64,
+            group_type: GroupType::HasSpare,
+        }
+    }
+}
+
+/// `group_has_capacity()` (v5.10 L8267).
+pub fn group_has_capacity(pct: u64, s: &Sg5) -> bool {
+    if s.sum_nr_running < s.group_weight {
+        return true;
+    }
+    if s.group_capacity * pct < s.group_runnable * 100 {
+        return false;
+    }
+    s.group_capacity * 100 > s.group_util * pct
+}
+
+/// `group_is_overloaded()` (v5.10 L8292).
+pub fn group_is_overloaded(pct: u64, s: &Sg5) -> bool {
+    if s.sum_nr_running <= s.group_weight {
+        return false;
+    }
+    s.group_capacity * 100 < s.group_util * pct || s.group_capacity * pct < s.group_runnable * 100
+}
+
+/// `group_classify()` (v5.10 L8326). `sg_imbalanced()` needs affinity-pinned
+/// tasks, which the shipped workloads do not have.
+pub fn group_classify(pct: u64, s: &Sg5) -> GroupType {
+    if group_is_overloaded(pct, s) {
+        GroupType::Overloaded
+    } else if !group_has_capacity(pct, s) {
+        GroupType::FullyBusy
+    } else {
+        GroupType::HasSpare
+    }
+}
+
+/// `allow_numa_imbalance()` (v5.11, 7d2b5dd0bcc4 and the fork patch): a NUMA
+/// imbalance is tolerated while fewer than a quarter of the CPUs are busy.
+pub fn allow_numa_imbalance(dst_running: u64, dst_weight: u64) -> bool {
+    dst_running < (dst_weight >> 2)
+}
+
+impl Cfs {
+    /// `cpu_load()` (v5.7+): the runqueue's load average, blocked load included.
+    pub fn cpu_load(&self, cpu: usize) -> u64 {
+        self.rq[cpu].cfs.avg.load_avg
+    }
+
+    /// `cpu_runnable()` (v5.7+): 1024 × the recent average number of runnable tasks.
+    pub fn cpu_runnable(&self, cpu: usize) -> u64 {
+        self.rq[cpu].cfs.avg.runnable_load_avg
+    }
+
+    /// `adjust_numa_imbalance()`: v5.10 (v5.7's rule) lets the busiest node keep a
+    /// communicating pair: no imbalance while it runs at most 2 tasks. With
+    /// NUMA_FORK_SPREAD (v5.11+, and so v5.15) the tolerance floats: an imbalance of
+    /// up to NUMA_IMBALANCE_MIN tasks is ignored while the busiest node runs fewer
+    /// tasks than a quarter of its CPUs.
+    pub fn adjust_numa_imbalance(&self, imbalance: u64, busiest_running: u64, busiest_weight: u64) -> u64 {
+        if self.feat.numa_fork_spread {
+            if !allow_numa_imbalance(busiest_running, busiest_weight) {
+                return imbalance;
+            }
+            if imbalance <= NUMA_IMBALANCE_MIN {
+                return 0;
+            }
+            return imbalance;
+        }
+        if busiest_running <= NUMA_IMBALANCE_MIN {
+            return 0;
+        }
+        imbalance
+    }
+
+    /// `update_sg_lb_stats()` (v5.10 L8377; v5.15 L8605). Sets `overload` when a
+    /// CPU has more than one task.
+    fn sg_stats5(&self, sys: &System, span: &CpuSet, capacity: u64, pct: u64, overload: &mut bool) -> Sg5 {
+        let mut s = Sg5::empty(span, capacity);
+        for i in span.iter() {
+            s.group_load += self.cpu_load(i);
+            s.group_util += self.cpu_util(i);
+            s.group_runnable += self.cpu_runnable(i);
+            let nr = self.rq[i].cfs.nr_running as u64;
+            s.sum_nr_running += nr;
+            if nr > 1 {
+                *overload = true;
+            }
+            if nr == 0 && self.idle_cpu(sys, i) {
+                s.idle_cpus += 1;
+            }
+        }
+        s.group_type = group_classify(pct, &s);
+        if s.group_type == GroupType::Overloaded {
+            s.avg_load = s.group_load * SCALE / s.group_capacity;
+        }
+        s
+    }
+
+    /// `update_sd_pick_busiest()` (v5.10 L8465): should `sg` replace `busiest`?
+    fn pick_busiest5(sg: &Sg5, busiest: Option<&Sg5>) -> bool {
+        if sg.sum_nr_running == 0 {
+            return false;
+        }
+        let Some(b) = busiest else { return true };
+        if sg.group_type != b.group_type {
+            return sg.group_type > b.group_type;
+        }
+        match sg.group_type {
+            GroupType::Overloaded | GroupType::FullyBusy => sg.avg_load > b.avg_load,
+            GroupType::Imbalanced => false,
+            // Fewer idle CPUs, then more running tasks.
+            GroupType::HasSpare => {
+                sg.idle_cpus < b.idle_cpus || (sg.idle_cpus == b.idle_cpus && sg.sum_nr_running > b.sum_nr_running)
+            }
+        }
+    }
+
+    /// `load_balance()` of v5.10 (L9532) / v5.15 (L9794) for domain `sd_idx` of
+    /// `this_cpu`: `find_busiest_group()`, `find_busiest_queue()`, `detach_tasks()`.
+    /// Returns the tasks pulled and whether higher levels should still balance.
+    pub fn load_balance_v5(
+        &mut self,
+        sys: &mut System,
+        this_cpu: usize,
+        sd_idx: usize,
+        idle: IdleType,
+        charge_cpu: usize,
+    ) -> (usize, bool) {
+        sys.stats[this_cpu].lb_count += 1;
+        let sd = &self.doms[this_cpu].domains[sd_idx];
+        let pct = sd.imbalance_pct as u64;
+        let sd_flags = sd.flags;
+        let groups: Vec<(CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
+        let prefer_sibling = sd_idx > 0 && self.doms[this_cpu].domains[sd_idx - 1].flags & SD_PREFER_SIBLING != 0;
+        let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
+        if !self.should_we_balance(sys, this_cpu, &groups[0].0, idle) {
+            self.out_balanced5(this_cpu, sd_idx, idle);
+            return (0, false);
+        }
+        // update_sd_lb_stats() (v5.10 L8991).
+        let mut overload = false;
+        let mut local: Option<Sg5> = None;
+        let mut busiest: Option<Sg5> = None;
+        let (mut total_load, mut total_capacity) = (0u64, 0u64);
+        let mut scanned = 0u64;
+        for (i, (span, capacity)) in groups.iter().enumerate() {
+            scanned += span.count() as u64;
+            let s = self.sg_stats5(sys, span, *capacity, pct, &mut overload);
+            total_load += s.group_load;
+            total_capacity += s.group_capacity;
+            if i == 0 {
+                local = Some(s);
+            } else if Self::pick_busiest5(&s, busiest.as_ref()) {
+                busiest = Some(s);
+            }
+        }
+        Self::balance_cost_pub(sys, charge_cpu, scanned, 0, 0);
+        if is_root {
+            self.rd_overload = overload;
+        }
+        let mut local = local.expect("local group");
+        let Some(busiest) = busiest else {
+            self.out_balanced5(this_cpu, sd_idx, idle);
+            return (0, true);
+        };
+        let sds_avg = SCALE * total_load / total_capacity.max(1);
+        // find_busiest_group() (v5.10 L9184): the decision matrix.
+        let force = busiest.group_type == GroupType::Imbalanced
+            || (prefer_sibling && local.group_type == GroupType::HasSpare && busiest.sum_nr_running > local.sum_nr_running + 1);
+        if !force {
+            let balanced = if local.group_type > busiest.group_type {
+                true
+            } else if local.group_type == GroupType::Overloaded
+                && (local.avg_load >= busiest.avg_load
+                    || local.avg_load >= sds_avg
+                    || 100 * busiest.avg_load <= pct * local.avg_load)
+            {
+                true
+            } else if busiest.group_type != GroupType::Overloaded {
+                idle == IdleType::NotIdle
+                    || (busiest.group_weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1)
+                    || busiest.sum_nr_running == 1
+            } else {
+                false
+            };
+            if balanced {
+                self.out_balanced5(this_cpu, sd_idx, idle);
+                return (0, true);
+            }
+        }
+        let (migration, imbalance) =
+            self.calculate_imbalance5(&busiest, &mut local, sds_avg, sd_flags, prefer_sibling, idle, total_load, total_capacity);
+        if imbalance == 0 {
+            self.out_balanced5(this_cpu, sd_idx, idle);
+            return (0, true);
+        }
+        let Some(src) = self.find_busiest_queue5(&busiest.span, migration, imbalance) else {
+            self.out_balanced5(this_cpu, sd_idx, idle);
+            return (0, true);
+        };
+        let mut moved = 0;
+        if self.rq[src].cfs.nr_running > 1 {
+            Self::balance_cost_pub(sys, charge_cpu, 0, 2, 0);
+            let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.nr_running);
+            let (n, all_pinned) =
+                self.detach_tasks5(sys, src, this_cpu, sd_idx, idle, migration, imbalance as i64, loop_max, charge_cpu);
+            moved = n;
+            sys.stats[this_cpu].lb_gained += n as u64;
+            if all_pinned {
+                let sd = &mut self.doms[this_cpu].domains[sd_idx];
+                if idle != IdleType::NewlyIdle && sd.balance_interval_ms < super::balance::MAX_PINNED_INTERVAL_MS {
+                    sd.balance_interval_ms *= 2;
+                }
+                return (0, true);
+            }
+        }
+        let mut active = false;
+        if moved == 0 {
+            let sd = &mut self.doms[this_cpu].domains[sd_idx];
+            if idle != IdleType::NewlyIdle {
+                sd.nr_balance_failed += 1;
+            }
+            // need_active_balance() (v5.10 L9484): voluntary_active_balance() needs
+            // reduced capacity, misfits or asym packing (none here), so only repeated
+            // failures push the running task.
+            if sd.nr_balance_failed > sd.cache_nice_tries + 2 {
+                if let Some(curr) = sys.curr(src) {
+                    if !sys.tasks[curr].can_run_on(this_cpu) {
+                        return (0, true);
+                    }
+                    if self.rq[src].active_balance_to.is_none() {
+                        self.rq[src].active_balance_to = Some(this_cpu);
+                        sys.resched_cpu(src, charge_cpu);
+                        active = true;
+                    }
+                }
+                let sd = &mut self.doms[this_cpu].domains[sd_idx];
+                sd.nr_balance_failed = sd.cache_nice_tries + 1;
+            }
+        } else {
+            self.doms[this_cpu].domains[sd_idx].nr_balance_failed = 0;
+        }
+        let sd = &mut self.doms[this_cpu].domains[sd_idx];
+        if !active {
+            sd.balance_interval_ms = sd.min_interval_ms;
+        } else if sd.balance_interval_ms < sd.max_interval_ms {
+            sd.balance_interval_ms *= 2;
+        }
+        (moved, true)
+    }
+
+    /// The `out_balanced` tail of v5.10's `load_balance()`: newly-idle passes no
+    /// longer touch the interval (they disregard it, so it would only skyrocket).
+    fn out_balanced5(&mut self, this_cpu: usize, sd_idx: usize, idle: IdleType) {
+        let sd = &mut self.doms[this_cpu].domains[sd_idx];
+        sd.nr_balance_failed = 0;
+        if idle != IdleType::NewlyIdle && sd.balance_interval_ms < sd.max_interval_ms {
+            sd.balance_interval_ms *= 2;
+        }
+    }
+
+    /// `calculate_imbalance()` (v5.10 L9013; v5.15 L9253): what to migrate and how much.
+    #[allow(clippy::too_many_arguments)]
+    fn calculate_imbalance5(
+        &self,
+        busiest: &Sg5,
+        local: &mut Sg5,
+        mut sds_avg: u64,
+        sd_flags: u32,
+        prefer_sibling: bool,
+        idle: IdleType,
+        total_load: u64,
+        total_capacity: u64,
+    ) -> (MigrationType, u64) {
+        if busiest.group_type == GroupType::Imbalanced {
+            return (MigrationType::Task, 1);
+        }
+        if local.group_type == GroupType::HasSpare {
+            if busiest.group_type > GroupType::FullyBusy && sd_flags & SD_SHARE_PKG_RESOURCES == 0 {
+                // Fill the local group's spare capacity with utilisation.
+                let imbalance = local.group_capacity.max(local.group_util) - local.group_util;
+                if idle != IdleType::NotIdle && imbalance == 0 {
+                    return (MigrationType::Task, 1);
+                }
+                return (MigrationType::Util, imbalance);
+            }
+            let mut imbalance = if busiest.group_weight == 1 || prefer_sibling {
+                busiest.sum_nr_running.saturating_sub(local.sum_nr_running) >> 1
+            } else {
+                local.idle_cpus.saturating_sub(busiest.idle_cpus) >> 1
+            };
+            if sd_flags & SD_NUMA != 0 {
+                imbalance = self.adjust_numa_imbalance(imbalance, busiest.sum_nr_running, busiest.group_weight);
+            }
+            return (MigrationType::Task, imbalance);
+        }
+        if local.group_type < GroupType::Overloaded {
+            local.avg_load = local.group_load * SCALE / local.group_capacity;
+            sds_avg = SCALE * total_load / total_capacity.max(1);
+            if local.avg_load >= busiest.avg_load {
+                return (MigrationType::Load, 0);
+            }
+        }
+        // Both sides' distance from the domain average, in unsigned long arithmetic.
+        let pull = busiest.avg_load.wrapping_sub(sds_avg).wrapping_mul(busiest.group_capacity);
+        let push = sds_avg.wrapping_sub(local.avg_load).wrapping_mul(local.group_capacity);
+        (MigrationType::Load, pull.min(push) / SCALE)
+    }
+
+    /// `find_busiest_queue()` (v5.10 L9313) among the busiest group's CPUs.
+    fn find_busiest_queue5(&self, span: &CpuSet, migration: MigrationType, imbalance: u64) -> Option<usize> {
+        let mut busiest = None;
+        let (mut busiest_load, mut busiest_capacity, mut busiest_util, mut busiest_nr) = (0u64, 1u64, 0u64, 0usize);
+        for i in span.iter() {
+            let nr = self.rq[i].cfs.nr_running;
+            if nr == 0 {
+                continue;
+            }
+            let capacity = self.rq[i].cpu_capacity;
+            match migration {
+                MigrationType::Load => {
+                    let load = self.cpu_load(i);
+                    // A lone task heavier than the imbalance would only move the problem
+                    // (check_cpu_capacity() is false at full capacity).
+                    if nr == 1 && load > imbalance {
+                        continue;
+                    }
+                    if load as u128 * busiest_capacity as u128 > busiest_load as u128 * capacity as u128 {
+                        busiest_load = load;
+                        busiest_capacity = capacity;
+                        busiest = Some(i);
+                    }
+                }
+                MigrationType::Util => {
+                    let util = self.cpu_util(i);
+                    if nr <= 1 {
+                        continue;
+                    }
+                    if busiest_util < util {
+                        busiest_util = util;
+                        busiest = Some(i);
+                    }
+                }
+                MigrationType::Task => {
+                    if busiest_nr < nr {
+                        busiest_nr = nr;
+                        busiest = Some(i);
+                    }
+                }
+            }
+        }
+        busiest
+    }
+
+    /// `task_hot()` (v5.10 L7458): as v4.19, but SMT siblings share their caches, so
+    /// nothing is hot for a move between them.
+    fn task_hot5(&self, sys: &System, p: TaskId, src: usize, dst: usize, sd_flags: u32) -> bool {
+        if sd_flags & SD_SHARE_CPUCAPACITY != 0 {
+            return false;
+        }
+        let cfs = &self.rq[src].cfs;
+        if self.feat.cache_hot_buddy && self.rq[dst].cfs.nr_running > 0 && (cfs.next == Some(p) || cfs.last == Some(p)) {
+            return true;
+        }
+        let mc = self.sysctl.migration_cost_ns;
+        if mc == 0 {
+            return false;
+        }
+        sys.now_ns.saturating_sub(self.se[p].exec_start_ns) < mc
+    }
+
+    /// `detach_tasks()` (v5.10 L7644; v5.15 L7875) + `attach_tasks()`, by migration
+    /// type, from the least recently run end. Returns (moved, all pinned).
+    #[allow(clippy::too_many_arguments)]
+    fn detach_tasks5(
+        &mut self,
+        sys: &mut System,
+        src: usize,
+        dst: usize,
+        sd_idx: usize,
+        idle: IdleType,
+        migration: MigrationType,
+        mut imbalance: i64,
+        loop_max: usize,
+        charge_cpu: usize,
+    ) -> (usize, bool) {
+        if imbalance <= 0 {
+            return (0, false);
+        }
+        let sd = &self.doms[dst].domains[sd_idx];
+        let (nr_failed, cache_nice_tries, sd_flags) = (sd.nr_balance_failed, sd.cache_nice_tries, sd.flags);
+        let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().take(loop_max).collect();
+        let mut moved = 0;
+        let mut all_pinned = true;
+        let mut examined = 0;
+        for p in candidates {
+            if idle != IdleType::NotIdle && self.rq[src].cfs.nr_running <= 1 {
+                break;
+            }
+            examined += 1;
+            // can_migrate_task() (v5.10 L7517).
+            if !sys.tasks[p].can_run_on(dst) {
+                continue;
+            }
+            all_pinned = false;
+            if sys.curr(src) == Some(p) {
+                continue;
+            }
+            if self.task_hot5(sys, p, src, dst, sd_flags) && nr_failed <= cache_nice_tries {
+                continue;
+            }
+            let cost = match migration {
+                MigrationType::Load => {
+                    // Let the size rule relax as failures accumulate (LB_MIN is off).
+                    let load = self.se[p].avg.load_avg.max(1);
+                    let shifted = if nr_failed >= 64 { 0 } else { load >> nr_failed };
+                    if shifted as i64 > imbalance {
+                        continue;
+                    }
+                    load as i64
+                }
+                MigrationType::Util => {
+                    let util = self.se[p].avg.util_avg as i64;
+                    if util > imbalance {
+                        continue;
+                    }
+                    util
+                }
+                MigrationType::Task => 1,
+            };
+            self.move_task(sys, p, src, dst, charge_cpu);
+            moved += 1;
+            imbalance -= cost;
+            if imbalance <= 0 {
+                break;
+            }
+        }
+        Self::balance_cost_pub(sys, charge_cpu, 0, 0, examined as u64);
+        (moved, all_pinned)
+    }
+
+    // ------------------------------------------------------------------ fork placement
+
+    /// `update_sg_wakeup_stats()` (v5.10 L8690): the group as `p` would find it. A
+    /// forking task is not queued anywhere yet, so the `*_without()` corrections are
+    /// only needed for wakeups, which never take this path with default flags.
+    fn sg_wakeup_stats5(&self, sys: &System, span: &CpuSet, capacity: u64, pct: u64, p: TaskId) -> Sg5 {
+        let mut s = Sg5::empty(span, capacity);
+        s.group_weight = 0;
+        for i in span.iter().filter(|&i| sys.tasks[p].can_run_on(i)) {
+            s.group_weight += 1;
+            s.group_load += self.cpu_load(i);
+            s.group_util += self.cpu_util(i);
+            s.group_runnable += self.cpu_runnable(i);
+            let nr = self.rq[i].cfs.nr_running as u64;
+            s.sum_nr_running += nr;
+            if nr == 0 && self.idle_cpu(sys, i) {
+                s.idle_cpus += 1;
+            }
+        }
+        // The kernel's group_weight is the whole group's; the loop above only counts
+        // CPUs p may use, which is the same for the shipped (unpinned) workloads.
+        s.group_weight = span.count() as u64;
+        s.group_type = group_classify(pct, &s);
+        if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+            s.avg_load = s.group_load * SCALE / s.group_capacity;
+        }
+        s
+    }
+
+    /// `update_pick_idlest()` (v5.10 L8746): should `sg` replace `idlest`?
+    fn pick_idlest5(sg: &Sg5, idlest: Option<&Sg5>) -> bool {
+        let Some(b) = idlest else { return true };
+        if sg.group_type != b.group_type {
+            return sg.group_type < b.group_type;
+        }
+        match sg.group_type {
+            GroupType::Overloaded | GroupType::FullyBusy => sg.avg_load < b.avg_load,
+            GroupType::Imbalanced => false,
+            GroupType::HasSpare => sg.idle_cpus > b.idle_cpus || (sg.idle_cpus == b.idle_cpus && sg.group_util < b.group_util),
+        }
+    }
+
+    /// `find_idlest_group()` (v5.10 L8767; v5.15 L9020): the index of the group of
+    /// domain `sd_idx` of `this_cpu` to send forking `p` to, or None to stay local.
+    pub fn find_idlest_group_v5(&mut self, sys: &mut System, sd_idx: usize, p: TaskId, this_cpu: usize) -> Option<usize> {
+        let sd = &self.doms[this_cpu].domains[sd_idx];
+        let pct = sd.imbalance_pct as u64;
+        let (sd_flags, span_weight) = (sd.flags, sd.span_weight as u64);
+        let groups: Vec<(CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
+        // The allowed load gap: a nice-0 task's load × (imbalance_pct − 100) / 100.
+        let imbalance = SCALE * (pct - 100) / 100;
+        let mut local: Option<Sg5> = None;
+        let mut idlest: Option<(usize, Sg5)> = None;
+        let mut scanned = 0u64;
+        for (gi, (span, capacity)) in groups.iter().enumerate() {
+            if !span.iter().any(|c| sys.tasks[p].can_run_on(c)) {
+                continue;
+            }
+            scanned += span.count() as u64;
+            let s = self.sg_wakeup_stats5(sys, span, *capacity, pct, p);
+            if span.contains(this_cpu) {
+                local = Some(s);
+            } else if Self::pick_idlest5(&s, idlest.as_ref().map(|(_, s)| s)) {
+                idlest = Some((gi, s));
+            }
+        }
+        sys.charge_search(this_cpu, scanned, 0, 0);
+        let (gi, idlest) = idlest?;
+        let Some(local) = local else { return Some(gi) };
+        if local.group_type != idlest.group_type {
+            return (local.group_type > idlest.group_type).then_some(gi);
+        }
+        match local.group_type {
+            GroupType::Overloaded | GroupType::FullyBusy => {
+                // Across nodes, charge the remote side the imbalance and consider staying.
+                if sd_flags & SD_NUMA != 0 && idlest.avg_load + imbalance >= local.avg_load {
+                    return None;
+                }
+                if idlest.avg_load >= local.avg_load + imbalance {
+                    return None;
+                }
+                if 100 * local.avg_load <= pct * idlest.avg_load {
+                    return None;
+                }
+            }
+            GroupType::Imbalanced => {}
+            GroupType::HasSpare => {
+                if sd_flags & SD_NUMA != 0 {
+                    // Stay on this node, near the waker's memory, and let the periodic
+                    // balancer spread if it must: v5.10 while the node has any idle CPU;
+                    // NUMA_FORK_SPREAD (v5.11) only while under a quarter of the
+                    // domain's CPUs run tasks.
+                    let stay = if self.feat.numa_fork_spread {
+                        allow_numa_imbalance(local.sum_nr_running, span_weight)
+                    } else {
+                        local.idle_cpus > 0
+                    };
+                    if stay {
+                        return None;
+                    }
+                }
+                // The group with the most idle CPUs.
+                if local.idle_cpus >= idlest.idle_cpus {
+                    return None;
+                }
+            }
+        }
+        Some(gi)
+    }
+
+    /// True for the versions whose balancer is this file's.
+    pub fn reworked_balancer(&self) -> bool {
+        self.version != KernelVersion::V4_19
+    }
+}
