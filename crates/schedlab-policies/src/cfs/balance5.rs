@@ -240,21 +240,7 @@ impl Cfs {
         let force = busiest.group_type == GroupType::Imbalanced
             || (prefer_sibling && local.group_type == GroupType::HasSpare && busiest.sum_nr_running > local.sum_nr_running + 1);
         if !force {
-            let balanced = if local.group_type > busiest.group_type {
-                true
-            } else if local.group_type == GroupType::Overloaded
-                && (local.avg_load >= busiest.avg_load
-                    || local.avg_load >= sds_avg
-                    || 100 * busiest.avg_load <= pct * local.avg_load)
-            {
-                true
-            } else if busiest.group_type != GroupType::Overloaded {
-                idle == IdleType::NotIdle
-                    || (busiest.group_weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1)
-                    || busiest.sum_nr_running == 1
-            } else {
-                false
-            };
+            let balanced = Self::group_balanced5(&local, &busiest, sds_avg, pct, idle);
             if balanced {
                 self.out_balanced5(this_cpu, sd_idx, idle);
                 return (0, true);
@@ -319,6 +305,29 @@ impl Cfs {
             sd.balance_interval_ms *= 2;
         }
         (moved, true)
+    }
+
+    /// The `out_balanced` exits of `find_busiest_group()` (v5.10 L9184) once no
+    /// group type forces a pull.
+    fn group_balanced5(local: &Sg5, busiest: &Sg5, sds_avg: u64, pct: u64, idle: IdleType) -> bool {
+        if local.group_type > busiest.group_type {
+            return true;
+        }
+        if local.group_type == GroupType::Overloaded {
+            // Both overloaded: pull load only if local is below both the busiest
+            // group and the domain average, by more than imbalance_pct.
+            return local.avg_load >= busiest.avg_load
+                || local.avg_load >= sds_avg
+                || 100 * busiest.avg_load <= pct * local.avg_load;
+        }
+        if busiest.group_type != GroupType::Overloaded {
+            // Spare capacity on the busiest side: only an idle CPU pulls, and only if
+            // it would even out idle CPUs or tasks.
+            return idle == IdleType::NotIdle
+                || (busiest.group_weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1)
+                || busiest.sum_nr_running == 1;
+        }
+        false
     }
 
     /// The `out_balanced` tail of v5.10's `load_balance()`: newly-idle passes no
