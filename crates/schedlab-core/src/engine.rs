@@ -17,7 +17,8 @@ use crate::cost::MachineProfile;
 use crate::cpuset::CpuSet;
 use crate::events::{Digest, EventKind, EventQueue};
 use crate::ipc::{Channel, IoOutcome, Pipe, UnixStream, WaitQueue};
-use crate::program::{ForkKind, Op, OpResult, Program};
+use crate::memory::MemoryModel;
+use crate::program::{ForkKind, MemAt, Op, OpResult, Program};
 use crate::rng::{SimRng, Stream};
 use crate::sched::{Charge, CpuState, DequeueReason, EnqueueReason, Request, SchedClass, SelectReason, System, WakeFlags};
 use crate::stats::{latency_histogram, CpuStats};
@@ -68,6 +69,10 @@ struct TaskExec {
     last: OpResult,
     /// A preempted segment: (ns left, kernel?).
     seg_remaining: Option<(u64, bool)>,
+    /// A preempted stream: its work left (ns alone, local memory) and what it asks.
+    stream_left: Option<(u64, StreamAsk)>,
+    /// The node of the first CPU the task ran on (first touch after fork).
+    home_node: Option<usize>,
     /// Cache refill to add to the next segment after a migration.
     refill_ns: u64,
     timer_gen: u32,
@@ -81,6 +86,22 @@ struct TaskExec {
     joiners: Vec<TaskId>,
     /// Blocked in wait().
     in_wait: bool,
+}
+
+/// What a stream asks of memory: bytes per second alone, and whose memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StreamAsk {
+    demand_bps: u64,
+    at: MemAt,
+}
+
+/// A stream running on a CPU: what it asks, and the remote-memory factor
+/// (`distance : local distance`) its alone time was scaled by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RunningStream {
+    ask: StreamAsk,
+    remote_num: u64,
+    remote_den: u64,
 }
 
 /// Engine-side CPU state.
@@ -98,6 +119,8 @@ struct CpuExec {
     idle_start_ns: u64,
     /// When the CPU last left idle.
     busy_since_ns: u64,
+    /// The stream this CPU's segment is, if it is one.
+    stream: Option<RunningStream>,
 }
 
 /// Per-task numbers in the result.
@@ -197,6 +220,8 @@ pub struct Engine {
     tick_cpus: CpuSet,
     jiffy_queued: bool,
     jiffy_buf: Vec<usize>,
+    memory: MemoryModel,
+    mem_buf: Vec<(usize, u64)>,
 }
 
 impl Engine {
@@ -212,6 +237,8 @@ impl Engine {
         let ncpus = topo.ncpus();
         let tick_ns = 1_000_000_000 / cfg.hz.max(1);
         let phase = cfg.tick_phase_ns.unwrap_or_else(|| SimRng::new(cfg.seed, Stream::TickPhase).range(0, tick_ns - 1));
+        let nodes = topo.node_cpus.len();
+        let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.saturating_mul(1_000_000));
         let sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         let mut e = Engine {
             sys,
@@ -235,6 +262,8 @@ impl Engine {
             tick_cpus: CpuSet::new(ncpus),
             jiffy_queued: false,
             jiffy_buf: Vec::new(),
+            memory,
+            mem_buf: Vec::new(),
             cfg,
         };
         e.policy.init(&mut e.sys);
@@ -345,6 +374,8 @@ impl Engine {
             first_attempt: true,
             last: OpResult::None,
             seg_remaining: None,
+            stream_left: None,
+            home_node: None,
             refill_ns: 0,
             timer_gen: 0,
             timer_fired: false,
@@ -511,8 +542,12 @@ impl Engine {
         }
         let p = self.sys.curr(cpu).expect("busy CPU has a task");
         let left = c.seg_end_ns - now;
+        if let Some(stream) = self.stop_stream(cpu) {
+            self.exec[p].stream_left = Some(stream);
+        } else {
+            self.exec[p].seg_remaining = Some((left, false));
+        }
         self.account_segment(cpu, p);
-        self.exec[p].seg_remaining = Some((left, false));
         self.schedule(cpu, Some(PrevState::Preempted));
     }
 
@@ -677,12 +712,19 @@ impl Engine {
             };
         }
         self.sys.curr[cpu] = Some(n);
+        if self.exec[n].home_node.is_none() {
+            self.exec[n].home_node = Some(self.sys.topo.cpus[cpu].node as usize);
+        }
         self.run_next(cpu);
     }
 
     /// Starts the next segment of `cpu`'s current task.
     fn run_next(&mut self, cpu: usize) {
         let p = self.sys.curr(cpu).expect("run_next on a busy CPU");
+        if let Some((left, ask)) = self.exec[p].stream_left.take() {
+            self.start_stream(cpu, p, left, ask);
+            return;
+        }
         if let Some((left, kernel)) = self.exec[p].seg_remaining.take() {
             self.start_segment(cpu, p, left, kernel);
             return;
@@ -705,6 +747,11 @@ impl Engine {
                 }
                 Op::Compute { ns } => {
                     self.start_segment(cpu, p, ns, false);
+                    return;
+                }
+                Op::Stream { ns, bytes, at } => {
+                    let demand_bps = (bytes as u128 * 1_000_000_000 / ns.max(1) as u128).min(u64::MAX as u128) as u64;
+                    self.start_stream(cpu, p, ns, StreamAsk { demand_bps, at });
                     return;
                 }
                 op => {
@@ -741,8 +788,55 @@ impl Engine {
         self.queue.push(c.seg_end_ns, ev);
     }
 
+    /// Starts (or resumes) a stream of `alone_ns` of local-memory work on `cpu`.
+    /// The scheduler overhead and cache refill owed count as more of its work.
+    fn start_stream(&mut self, cpu: usize, p: TaskId, alone_ns: u64, ask: StreamAsk) {
+        let now = self.sys.now_ns;
+        let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
+        let refill = std::mem::take(&mut self.exec[p].refill_ns);
+        let cpu_node = self.sys.topo.cpus[cpu].node as usize;
+        let node = match ask.at {
+            MemAt::Local => cpu_node,
+            MemAt::Home => self.exec[p].home_node.unwrap_or(cpu_node),
+        };
+        let d = &self.sys.topo.distance;
+        let (remote_num, remote_den) = (u64::from(d[cpu_node][node]).max(1), u64::from(d[cpu_node][cpu_node]).max(1));
+        let alone = (alone_ns as u128 * remote_num as u128 / remote_den as u128) as u64 + overhead + refill;
+        let c = &mut self.cpu[cpu];
+        c.seg_start_ns = now + overhead;
+        c.seg_kernel = false;
+        c.in_segment = true;
+        c.stream = Some(RunningStream { ask, remote_num, remote_den });
+        let mut buf = std::mem::take(&mut self.mem_buf);
+        self.memory.start(cpu, node, alone, ask.demand_bps, now, &mut buf);
+        self.retime_streams(&mut buf);
+        self.mem_buf = buf;
+    }
+
+    /// Re-queues the end of every stream whose finish time moved.
+    fn retime_streams(&mut self, ends: &mut Vec<(usize, u64)>) {
+        for (cpu, end) in ends.drain(..) {
+            let c = &mut self.cpu[cpu];
+            c.seg_end_ns = end;
+            c.seg_gen = c.seg_gen.wrapping_add(1);
+            self.queue.push(end, EventKind::SegmentDone { cpu: cpu as u32, gen: c.seg_gen });
+        }
+    }
+
+    /// Ends `cpu`'s stream, re-timing the others on its node. Returns what is left
+    /// of it in local-memory alone time, and what it asked.
+    fn stop_stream(&mut self, cpu: usize) -> Option<(u64, StreamAsk)> {
+        let st = self.cpu[cpu].stream.take()?;
+        let mut buf = std::mem::take(&mut self.mem_buf);
+        let left = self.memory.stop(cpu, self.sys.now_ns, &mut buf);
+        self.retime_streams(&mut buf);
+        self.mem_buf = buf;
+        Some(((left as u128 * st.remote_den as u128 / st.remote_num as u128) as u64, st.ask))
+    }
+
     fn segment_done(&mut self, cpu: usize) {
         let p = self.sys.curr(cpu).expect("segment on a busy CPU");
+        self.stop_stream(cpu);
         self.account_segment(cpu, p);
         let outcome = if self.exec[p].op.is_some() { self.apply_op(cpu, p) } else { Outcome::Continue };
         match outcome {
@@ -979,7 +1073,7 @@ impl Engine {
                 self.process_requests();
                 Outcome::Continue
             }
-            Op::Compute { .. } | Op::Mark { .. } | Op::Store { .. } => Outcome::Continue,
+            Op::Compute { .. } | Op::Stream { .. } | Op::Mark { .. } | Op::Store { .. } => Outcome::Continue,
         };
         self.exec[p].op = keep;
         self.exec[p].last = result;

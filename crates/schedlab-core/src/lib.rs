@@ -10,6 +10,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod ipc;
+pub mod memory;
 pub mod program;
 pub mod rng;
 pub mod sched;

@@ -21,6 +21,11 @@ pub enum ForkKind {
 pub enum Op {
     /// Run in user space for `ns`.
     Compute { ns: u64 },
+    /// Work that takes `ns` alone on an idle machine while moving `bytes` through
+    /// memory: it slows down when the node's memory bandwidth is oversubscribed
+    /// (see `memory.rs`), and runs `distance / local distance` slower when the
+    /// memory is on another node.
+    Stream { ns: u64, bytes: u64, at: MemAt },
     /// pipe(): result `Chan(id)`, a channel read and written by anyone who holds it.
     Pipe,
     /// socketpair(AF_UNIX, SOCK_STREAM): result `Chan(id)`; `id` carries end 0 → end 1
@@ -55,6 +60,17 @@ pub enum Op {
     SetNice { nice: i32 },
     /// Record the current time under `label` (gettimeofday(), no cost modelled).
     Mark { label: u32 },
+}
+
+/// Which node's memory a stream uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemAt {
+    /// Pages first touched now, so allocated on the node of the CPU running the
+    /// task (Linux's default local allocation): page faults, fresh buffers.
+    Local,
+    /// The task's home node: where it first ran, i.e. where its memory was first
+    /// touched after fork.
+    Home,
 }
 
 /// The outcome of the previous operation, handed to `Program::next`.

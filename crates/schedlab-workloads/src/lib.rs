@@ -3,6 +3,7 @@
 
 pub mod hackbench;
 pub mod params;
+pub mod pft;
 pub mod pipe;
 
 use schedlab_core::error::SpecError;
@@ -10,17 +11,22 @@ use schedlab_core::program::Program;
 use schedlab_core::RunResult;
 
 pub use hackbench::Hackbench;
+pub use pft::Pft;
 pub use pipe::PipeBench;
 
 /// Workloads this build knows, for help and errors.
-pub const WORKLOADS: &[(&str, &str)] =
-    &[("hackbench", "hackbench groups=G loops=L ipc=socket|pipe mode=process|thread [fds=20] [datasize=100]")];
+pub const WORKLOADS: &[(&str, &str)] = &[
+    ("hackbench", "hackbench groups=G loops=L ipc=socket|pipe mode=process|thread [fds=20] [datasize=100]"),
+    ("pipe", "pipe loops=L mode=process|thread (perf bench sched pipe)"),
+    ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
+];
 
 /// A parsed workload spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Workload {
     Hackbench(Hackbench),
     Pipe(PipeBench),
+    Pft(Pft),
 }
 
 impl Workload {
@@ -38,6 +44,11 @@ impl Workload {
                 p.finish("loops, mode")?;
                 Ok(Workload::Pipe(b))
             }
+            "pft" => {
+                let b = Pft::from_params(&mut p)?;
+                p.finish("threads, mb, fault_ns, fault_bytes, chunk_pages")?;
+                Ok(Workload::Pft(b))
+            }
             _ => {
                 let known: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
                 Err(SpecError::new("workload", name, format!("one of: {}", known.join(", "))))
@@ -50,6 +61,7 @@ impl Workload {
         match self {
             Workload::Hackbench(_) => "hackbench",
             Workload::Pipe(_) => "perf",
+            Workload::Pft(_) => "pft",
         }
     }
 
@@ -57,6 +69,7 @@ impl Workload {
         match self {
             Workload::Hackbench(h) => h.main_program(),
             Workload::Pipe(b) => b.main_program(),
+            Workload::Pft(b) => b.main_program(),
         }
     }
 
@@ -65,6 +78,7 @@ impl Workload {
         match self {
             Workload::Hackbench(h) => h.banner(),
             Workload::Pipe(b) => b.banner(),
+            Workload::Pft(b) => b.banner(),
         }
     }
 
@@ -73,6 +87,7 @@ impl Workload {
         match self {
             Workload::Hackbench(_) => Hackbench::time_line(res),
             Workload::Pipe(b) => b.result_lines(res),
+            Workload::Pft(b) => b.result_lines(res),
         }
     }
 }
