@@ -60,9 +60,10 @@ pub enum Command {
         /// Runs per side (default: the experiment's).
         #[arg(long)]
         runs: Option<u64>,
-        /// Loops instead of the published count, for a quick look.
-        #[arg(long)]
-        loops: Option<u64>,
+        /// A smaller run for a quick look: the value of the experiment's scale key
+        /// (loops= for hackbench, mb= for pft) instead of the published one.
+        #[arg(long, alias = "loops")]
+        scale: Option<u64>,
         /// Only these rows, e.g. 1,2.
         #[arg(long, alias = "groups", value_delimiter = ',')]
         rows: Option<Vec<String>>,
@@ -235,15 +236,15 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Bench { quick, one: None, .. } => crate::bench::run(quick),
         Command::Bench { quick, one: Some(i), policy } => crate::bench::run_one(i, &policy, quick),
         Command::Compare(a) => compare(&a),
-        Command::Reproduce { name, list, runs, loops, rows, format } => {
+        Command::Reproduce { name, list, runs, scale, rows, format } => {
             let Some(name) = name.filter(|_| !list) else { return crate::reproduce::list() };
             if let Some(r) = runs.filter(|&r| r == 0 || r > 10_000) {
                 return Err(SpecError::new("runs", r.to_string(), "an integer from 1 to 10000").into());
             }
-            if loops == Some(0) {
-                return Err(SpecError::new("loops", "0", "a positive integer").into());
+            if scale == Some(0) {
+                return Err(SpecError::new("scale", "0", "a positive integer").into());
             }
-            crate::reproduce::run(&name, runs, loops, rows, format == Format::Json)
+            crate::reproduce::run(&name, runs, scale, rows, format == Format::Json)
         }
     }
 }

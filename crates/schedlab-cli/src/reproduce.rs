@@ -10,7 +10,11 @@ use crate::Failure;
 use schedlab_core::error::SpecError;
 
 /// Shipped experiments: (name, TOML).
-pub const BUILTIN: &[(&str, &str)] = &[("steal", include_str!("../../../experiments/steal.toml"))];
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("steal", include_str!("../../../experiments/steal.toml")),
+    ("numa-fork", include_str!("../../../experiments/numa-fork.toml")),
+    ("wakeup-gran", include_str!("../../../experiments/wakeup-gran.toml")),
+];
 
 /// One experiment file.
 #[derive(Clone, Debug, Deserialize)]
@@ -28,6 +32,13 @@ pub struct Experiment {
     pub workload: String,
     /// The workload key each row sets.
     pub vary: String,
+    /// The workload key `--scale` sets for a smaller run (`loops`, or `mb` for pft).
+    #[serde(default = "default_scale_key")]
+    pub scale_key: String,
+    /// How to print: `schedstat` (the steal seed's per-CPU tables) or `mmtests`
+    /// (compare-kernels' Amean rows with the gain in per cent).
+    #[serde(default = "default_layout")]
+    pub layout: String,
     #[serde(default)]
     pub sysctls: Vec<String>,
     pub runs: u64,
@@ -40,6 +51,14 @@ pub struct Experiment {
 
 fn default_hz() -> u64 {
     250
+}
+
+fn default_scale_key() -> String {
+    "loops".to_string()
+}
+
+fn default_layout() -> String {
+    "schedstat".to_string()
 }
 
 /// What the simulation should reach at full scale.
@@ -57,7 +76,13 @@ pub struct Targets {
 #[serde(deny_unknown_fields)]
 pub struct PublishedRow {
     pub vary: String,
-    pub pct_speedup: f64,
+    /// The steal seed's %speedup, base time / new time − 1.
+    pub pct_speedup: Option<f64>,
+    /// mmtests' gain, (base − new) / base, and whether it was marked significant.
+    pub pct_gain: Option<f64>,
+    pub significant: Option<bool>,
+    /// The range the simulated gain must fall in (from the targets).
+    pub target_gain: Option<[f64; 2]>,
     pub base: PublishedSide,
     pub new: PublishedSide,
 }
@@ -100,30 +125,31 @@ pub fn load(name_or_path: &str) -> Result<Experiment, SpecError> {
     if e.rows.is_empty() {
         return Err(SpecError::new("experiment rows", &origin, "at least one [[rows]] entry"));
     }
+    if !["schedstat", "mmtests"].contains(&e.layout.as_str()) {
+        return Err(SpecError::new("experiment layout", &e.layout, "schedstat or mmtests"));
+    }
+    if !e.workload.split_whitespace().any(|w| w.starts_with(&format!("{}=", e.scale_key))) {
+        return Err(SpecError::new("experiment scale_key", &e.scale_key, format!("a key of the workload '{}'", e.workload)));
+    }
     Ok(e)
 }
 
-/// The `loops=` value of a workload spec, if it has one.
-fn loops_of(workload: &str) -> Option<u64> {
-    workload.split_whitespace().find_map(|w| w.strip_prefix("loops=")).and_then(|v| v.parse().ok())
+/// The value of `key=` in a workload spec, if it has one.
+fn value_of(workload: &str, key: &str) -> Option<u64> {
+    let prefix = format!("{key}=");
+    workload.split_whitespace().find_map(|w| w.strip_prefix(prefix.as_str())).and_then(|v| v.parse().ok())
 }
 
 impl Experiment {
-    /// The comparison at `runs` runs per side and, if given, `loops` instead of the
-    /// published loop count.
-    pub fn comparison(&self, runs: Option<u64>, loops: Option<u64>, only: Option<&[String]>) -> Result<Comparison, SpecError> {
+    /// The comparison at `runs` runs per side and, if given, `scale` as the value
+    /// of the experiment's scale key (loops, region size) instead of the published.
+    pub fn comparison(&self, runs: Option<u64>, scale: Option<u64>, only: Option<&[String]>) -> Result<Comparison, SpecError> {
         let mut workload = self.workload.clone();
-        if let Some(l) = loops {
-            if loops_of(&workload).is_none() {
-                return Err(SpecError::new(
-                    "loops",
-                    l.to_string(),
-                    format!("no --loops: the workload '{workload}' has no loops= key"),
-                ));
-            }
+        if let Some(l) = scale {
+            let prefix = format!("{}=", self.scale_key);
             workload = workload
                 .split_whitespace()
-                .map(|w| if w.starts_with("loops=") { format!("loops={l}") } else { w.to_string() })
+                .map(|w| if w.starts_with(&prefix) { format!("{prefix}{l}") } else { w.to_string() })
                 .collect::<Vec<_>>()
                 .join(" ");
         }
@@ -152,7 +178,7 @@ impl Experiment {
 
     /// Factor that brings simulated counters to the published loop count.
     fn counter_scale(&self, c: &Comparison) -> f64 {
-        match (loops_of(&self.workload), loops_of(&c.workload)) {
+        match (value_of(&self.workload, &self.scale_key), value_of(&c.workload, &self.scale_key)) {
             (Some(published), Some(sim)) if sim > 0 => published as f64 / sim as f64,
             _ => 1.0,
         }
@@ -161,9 +187,16 @@ impl Experiment {
     /// Each target, checked on one row.
     pub fn check(&self, p: &PublishedRow, r: &Row) -> Vec<(String, bool)> {
         let t = &self.targets;
-        let mut out = vec![("new faster".to_string(), r.pct_speedup() > 0.0)];
-        if let Some(w) = t.speedup_within_points {
-            out.push((format!("%speedup within ±{w}"), (r.pct_speedup() - p.pct_speedup).abs() <= w));
+        let mut out = Vec::new();
+        if let Some([lo, hi]) = p.target_gain {
+            let g = pct_gain(r);
+            out.push((format!("gain in [{lo}, {hi}]%"), (lo..=hi).contains(&g)));
+        }
+        if let Some(published) = p.pct_speedup {
+            out.push(("new faster".to_string(), r.pct_speedup() > 0.0));
+            if let Some(w) = t.speedup_within_points {
+                out.push((format!("%speedup within ±{w}"), (r.pct_speedup() - published).abs() <= w));
+            }
         }
         if let (Some(w), Some(pb)) = (t.base_busy_within_points, p.base.busy_pct) {
             out.push((format!("base %busy within ±{w}"), (r.base.mean.busy_pct - pb).abs() <= w));
@@ -179,10 +212,16 @@ impl Experiment {
 
     /// Published and simulated side by side, then the target checks and the
     /// simulated tables in the seed's own layout.
-    pub fn text(&self, c: &Comparison, rows: &[Row]) -> String {
-        let mut out = String::new();
-        let scale = self.counter_scale(c);
-        out.push_str(&format!("Reproduction: {}\nPublished: {}\n", self.title, self.source));
+    pub fn text(&self, c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
+        if self.layout == "mmtests" {
+            return self.mmtests_text(c, rows);
+        }
+        Ok(self.schedstat_text(c, rows))
+    }
+
+    /// The header lines every layout starts with.
+    fn header(&self, c: &Comparison) -> String {
+        let mut out = format!("Reproduction: {}\nPublished: {}\n", self.title, self.source);
         out.push_str(&format!(
             "Simulated: {} vs {} on {} ({} CPUs), machine {}, '{}' per {}, {} runs per side{}\n",
             c.base,
@@ -195,10 +234,73 @@ impl Experiment {
             c.runs,
             if c.sysctls.is_empty() { String::new() } else { format!(", {}", self.sysctls.join(" ")) }
         ));
-        if scale != 1.0 {
+        if self.counter_scale(c) != 1.0 {
             out.push_str(&format!(
-                "Reduced scale: times are not comparable with the published ones; counters below are simulated × {scale:.1}.\n"
+                "Reduced scale ({}={}): times are not comparable with the published ones.\n",
+                self.scale_key,
+                value_of(&c.workload, &self.scale_key).unwrap_or(0)
             ));
+        }
+        out
+    }
+
+    /// Each target checked on each row, as a summary paragraph.
+    fn targets_text(&self, rows: &[Row]) -> String {
+        let mut out = String::from("\nTargets (they apply at full scale):");
+        let mut all = true;
+        for (p, r) in self.matched(rows) {
+            let missed: Vec<String> = self.check(p, r).into_iter().filter(|(_, ok)| !ok).map(|(n, _)| n).collect();
+            if !missed.is_empty() {
+                all = false;
+                out.push_str(&format!("\n  {} {}: missed {}", self.vary, r.vary, missed.join(", ")));
+            }
+        }
+        if all {
+            out.push_str(" all met");
+        }
+        out.push('\n');
+        out
+    }
+
+    /// mmtests' view: Amean elapsed time per row and the gain, published beside
+    /// simulated, then the simulated comparison in compare-kernels' layout.
+    fn mmtests_text(&self, c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
+        let mut out = self.header(c);
+        out.push_str(&format!(
+            "\n{:>8} | {:>17} | {:>17} | {:>17} | {:>15}\n",
+            self.vary, "base Amean s", "new Amean s", "gain %", "target gain %"
+        ));
+        out.push_str(&format!(
+            "{:>8} | {:>8} {:>8} | {:>8} {:>8} | {:>8} {:>8} | {:>15}\n",
+            "", "pub", "sim", "pub", "sim", "pub", "sim", ""
+        ));
+        for (p, r) in self.matched(rows) {
+            let mark = |sig: Option<bool>| if sig == Some(true) { "*" } else { " " };
+            out.push_str(&format!(
+                "{:>8} | {:>8.4} {:>8.4} | {:>8.4} {:>8.4} | {:>7.2}{} {:>8.2} | {:>15}\n",
+                r.vary,
+                p.base.time_s,
+                r.base.mean.time_s,
+                p.new.time_s,
+                r.new.mean.time_s,
+                p.pct_gain.unwrap_or(0.0),
+                mark(p.significant),
+                pct_gain(r),
+                p.target_gain.map_or("-".to_string(), |[lo, hi]| format!("{lo} .. {hi}")),
+            ));
+        }
+        out.push_str(&self.targets_text(rows));
+        out.push_str("\nSimulated, as compare-kernels prints it:\n");
+        out.push_str(&compare::mmtests(c, rows)?);
+        Ok(out)
+    }
+
+    fn schedstat_text(&self, c: &Comparison, rows: &[Row]) -> String {
+        let mut out = String::new();
+        let scale = self.counter_scale(c);
+        out.push_str(&self.header(c));
+        if scale != 1.0 {
+            out.push_str(&format!("Counters below are simulated × {scale:.1}.\n"));
         }
         out.push_str(&format!(
             "\n{:>6} | {:>15} | {:>15} | {:>13} | {:>13} | {:>13} | {:>15}\n",
@@ -217,7 +319,7 @@ impl Experiment {
                 r.base.mean.time_s,
                 p.new.time_s,
                 r.new.mean.time_s,
-                p.pct_speedup,
+                p.pct_speedup.unwrap_or(0.0),
                 r.pct_speedup(),
                 opt(p.base.busy_pct, 2),
                 r.base.mean.busy_pct,
@@ -251,19 +353,8 @@ impl Experiment {
                 ));
             }
         }
-        out.push_str("\nTargets (they apply at full scale):");
-        let mut all = true;
-        for (p, r) in self.matched(rows) {
-            let missed: Vec<String> = self.check(p, r).into_iter().filter(|(_, ok)| !ok).map(|(n, _)| n).collect();
-            if !missed.is_empty() {
-                all = false;
-                out.push_str(&format!("\n  {} {}: missed {}", self.vary, r.vary, missed.join(", ")));
-            }
-        }
-        if all {
-            out.push_str(" all met");
-        }
-        out.push_str("\n\nSimulated, in the seed's layout:\n");
+        out.push_str(&self.targets_text(rows));
+        out.push_str("\nSimulated, in the seed's layout:\n");
         out.push_str(&compare::text(c, rows));
         out
     }
@@ -273,11 +364,21 @@ impl Experiment {
     }
 }
 
+/// mmtests' gain for a time: (base − new) / base, in per cent.
+pub fn pct_gain(r: &Row) -> f64 {
+    let b = r.base.mean.time_s;
+    if b == 0.0 {
+        0.0
+    } else {
+        (b - r.new.mean.time_s) / b * 100.0
+    }
+}
+
 /// `schedlab reproduce --list`.
 pub fn list() -> Result<(), Failure> {
     for (name, _) in BUILTIN {
         let e = load(name)?;
-        println!("{:<10} {}", e.name, e.title);
+        println!("{:<12} {}", e.name, e.title);
     }
     Ok(())
 }
@@ -291,7 +392,7 @@ pub fn run(name: &str, runs: Option<u64>, loops: Option<u64>, only: Option<Vec<S
     if json {
         println!("{}", compare::json(&c, &rows));
     } else {
-        print!("{}", e.text(&c, &rows));
+        print!("{}", e.text(&c, &rows)?);
     }
     Ok(())
 }
@@ -307,7 +408,7 @@ mod tests {
             assert_eq!(&e.name, name);
             let c = e.comparison(Some(1), Some(10), None).unwrap();
             c.validate().unwrap();
-            assert!(c.workload.contains("loops=10"));
+            assert!(c.workload.contains(&format!("{}=10", e.scale_key)), "{}", c.workload);
         }
     }
 

@@ -218,7 +218,7 @@ fn compare_and_reproduce_bad_input() {
         (vec!["compare", "--base", "cfs@4.19", "--new", "cfs@4.19", "--runs", "0"], "runs"),
         (vec!["compare", "--base", "cfs@4.19", "--new", "cfs@4.19+NOPE"], "NOPE"),
         (vec!["reproduce", "nosuch"], "nosuch"),
-        (vec!["reproduce", "steal", "--loops", "0"], "loops"),
+        (vec!["reproduce", "steal", "--loops", "0"], "scale"),
     ] {
         let o = schedlab(&args);
         let err = stderr(&o);
