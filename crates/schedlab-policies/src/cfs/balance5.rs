@@ -252,7 +252,7 @@ impl Cfs {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, true);
         }
-        let Some(src) = self.find_busiest_queue5(&busiest.span, migration, imbalance) else {
+        let Some(src) = self.find_busiest_queue5(&busiest.span, migration, imbalance, self.version) else {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, true);
         };
@@ -272,34 +272,42 @@ impl Cfs {
                 return (0, true);
             }
         }
+        let v515 = self.version == KernelVersion::V5_15;
         let mut active = false;
         if moved == 0 {
             let sd = &mut self.doms[this_cpu].domains[sd_idx];
             if idle != IdleType::NewlyIdle {
                 sd.nr_balance_failed += 1;
             }
-            // need_active_balance() (v5.10 L9484): voluntary_active_balance() needs
-            // reduced capacity, misfits or asym packing (none here), so only repeated
-            // failures push the running task.
-            if sd.nr_balance_failed > sd.cache_nice_tries + 2 {
-                if let Some(curr) = sys.curr(src) {
-                    if !sys.tasks[curr].can_run_on(this_cpu) {
-                        return (0, true);
-                    }
-                    if self.rq[src].active_balance_to.is_none() {
-                        self.rq[src].active_balance_to = Some(this_cpu);
-                        sys.resched_cpu(src, charge_cpu);
-                        active = true;
-                    }
+            // need_active_balance(): reduced capacity, misfits and asym packing need
+            // asymmetric CPUs, so only repeated failures push the running task; from
+            // v5.15 (imbalanced_active_balance()) only for a task-count imbalance.
+            let failed = sd.nr_balance_failed > sd.cache_nice_tries + 2;
+            if failed && (!v515 || migration == MigrationType::Task) {
+                let curr = sys.curr(src).filter(|&c| sys.tasks[c].can_run_on(this_cpu));
+                let Some(_) = curr else {
+                    // The running task (or the idle task) may not come here: out_one_pinned.
+                    self.out_one_pinned5(this_cpu, sd_idx, idle);
+                    return (0, true);
+                };
+                if self.rq[src].active_balance_to.is_none() {
+                    self.rq[src].active_balance_to = Some(this_cpu);
+                    sys.resched_cpu(src, charge_cpu);
+                    active = true;
                 }
-                let sd = &mut self.doms[this_cpu].domains[sd_idx];
-                sd.nr_balance_failed = sd.cache_nice_tries + 1;
+                if !v515 {
+                    // v5.10: force the stopper's migration past the hot test.
+                    let sd = &mut self.doms[this_cpu].domains[sd_idx];
+                    sd.nr_balance_failed = sd.cache_nice_tries + 1;
+                }
             }
         } else {
             self.doms[this_cpu].domains[sd_idx].nr_balance_failed = 0;
         }
         let sd = &mut self.doms[this_cpu].domains[sd_idx];
-        if !active {
+        // v5.10 backs off once an active balance is under way; v5.15 resets the
+        // interval whenever the active balance was needed, i.e. always here.
+        if !active || v515 {
             sd.balance_interval_ms = sd.min_interval_ms;
         } else if sd.balance_interval_ms < sd.max_interval_ms {
             sd.balance_interval_ms *= 2;
@@ -333,8 +341,13 @@ impl Cfs {
     /// The `out_balanced` tail of v5.10's `load_balance()`: newly-idle passes no
     /// longer touch the interval (they disregard it, so it would only skyrocket).
     fn out_balanced5(&mut self, this_cpu: usize, sd_idx: usize, idle: IdleType) {
+        self.doms[this_cpu].domains[sd_idx].nr_balance_failed = 0;
+        self.out_one_pinned5(this_cpu, sd_idx, idle);
+    }
+
+    /// `out_one_pinned`: back off the interval, except for newly-idle passes.
+    fn out_one_pinned5(&mut self, this_cpu: usize, sd_idx: usize, idle: IdleType) {
         let sd = &mut self.doms[this_cpu].domains[sd_idx];
-        sd.nr_balance_failed = 0;
         if idle != IdleType::NewlyIdle && sd.balance_interval_ms < sd.max_interval_ms {
             sd.balance_interval_ms *= 2;
         }
@@ -368,7 +381,9 @@ impl Cfs {
             let mut imbalance = if busiest.group_weight == 1 || prefer_sibling {
                 busiest.sum_nr_running.saturating_sub(local.sum_nr_running) >> 1
             } else {
-                local.idle_cpus.saturating_sub(busiest.idle_cpus) >> 1
+                // Unsigned int arithmetic in the kernel: fewer idle CPUs locally wraps
+                // to a huge count (only reachable when the busiest group is overloaded).
+                u64::from((local.idle_cpus as u32).wrapping_sub(busiest.idle_cpus as u32) >> 1)
             };
             if sd_flags & SD_NUMA != 0 {
                 imbalance = self.adjust_numa_imbalance(imbalance, busiest.sum_nr_running, busiest.group_weight);
@@ -389,12 +404,20 @@ impl Cfs {
     }
 
     /// `find_busiest_queue()` (v5.10 L9313) among the busiest group's CPUs.
-    fn find_busiest_queue5(&self, span: &CpuSet, migration: MigrationType, imbalance: u64) -> Option<usize> {
+    /// v5.10 still looks at CPUs without tasks (only their blocked load is left,
+    /// which can make an empty CPU "busiest" by load); v5.15 skips them.
+    fn find_busiest_queue5(
+        &self,
+        span: &CpuSet,
+        migration: MigrationType,
+        imbalance: u64,
+        version: KernelVersion,
+    ) -> Option<usize> {
         let mut busiest = None;
         let (mut busiest_load, mut busiest_capacity, mut busiest_util, mut busiest_nr) = (0u64, 1u64, 0u64, 0usize);
         for i in span.iter() {
             let nr = self.rq[i].cfs.nr_running;
-            if nr == 0 {
+            if nr == 0 && version == KernelVersion::V5_15 {
                 continue;
             }
             let capacity = self.rq[i].cpu_capacity;
