@@ -52,7 +52,7 @@ pub enum Command {
     Compare(CompareArgs),
     /// Reproduce a seed's published experiment, printed beside the published table.
     Reproduce {
-        /// Experiment name (see --list) or a path to an experiment .toml.
+        /// Experiment name (see --list), `all`, or a path to an experiment .toml.
         name: Option<String>,
         /// List the shipped experiments.
         #[arg(long)]
@@ -67,6 +67,10 @@ pub enum Command {
         /// Only these rows, e.g. 1,2.
         #[arg(long, alias = "groups", value_delimiter = ',')]
         rows: Option<Vec<String>>,
+        /// With `all`: run each experiment at this fraction of its published scale
+        /// (its scale key times the fraction, at least 1).
+        #[arg(long, default_value_t = 1.0)]
+        fraction: f64,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -236,13 +240,19 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Bench { quick, one: None, .. } => crate::bench::run(quick),
         Command::Bench { quick, one: Some(i), policy } => crate::bench::run_one(i, &policy, quick),
         Command::Compare(a) => compare(&a),
-        Command::Reproduce { name, list, runs, scale, rows, format } => {
+        Command::Reproduce { name, list, runs, scale, rows, format, fraction } => {
             let Some(name) = name.filter(|_| !list) else { return crate::reproduce::list() };
+            if !(fraction > 0.0 && fraction <= 1.0) {
+                return Err(SpecError::new("fraction", fraction.to_string(), "a number in (0, 1]").into());
+            }
             if let Some(r) = runs.filter(|&r| r == 0 || r > 10_000) {
                 return Err(SpecError::new("runs", r.to_string(), "an integer from 1 to 10000").into());
             }
             if scale == Some(0) {
                 return Err(SpecError::new("scale", "0", "a positive integer").into());
+            }
+            if name == "all" {
+                return crate::reproduce::run_all(runs, fraction);
             }
             crate::reproduce::run(&name, runs, scale, rows, format == Format::Json)
         }

@@ -374,6 +374,88 @@ pub fn pct_gain(r: &Row) -> f64 {
     }
 }
 
+/// One line of the `reproduce all` summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryLine {
+    pub experiment: String,
+    pub row: String,
+    /// What is compared: `%speedup` (steal seed) or `gain %` (mmtests layouts).
+    pub metric: &'static str,
+    pub published: f64,
+    pub simulated: f64,
+    /// None when the row has no target.
+    pub within_target: Option<bool>,
+}
+
+impl Experiment {
+    /// The summary lines of one experiment's rows.
+    pub fn summary(&self, rows: &[Row]) -> Vec<SummaryLine> {
+        self.matched(rows)
+            .map(|(p, r)| {
+                let checks = self.check(p, r);
+                let (metric, published, simulated) = match p.pct_speedup {
+                    Some(s) => ("%speedup", s, r.pct_speedup()),
+                    None => ("gain %", p.pct_gain.unwrap_or(0.0), pct_gain(r)),
+                };
+                SummaryLine {
+                    experiment: self.name.clone(),
+                    row: format!("{}={}", self.vary, r.vary),
+                    metric,
+                    published,
+                    simulated,
+                    within_target: (!checks.is_empty()).then(|| checks.iter().all(|(_, ok)| *ok)),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The summary table `reproduce all` ends with.
+pub fn summary_text(lines: &[SummaryLine]) -> String {
+    let mut out = format!(
+        "{:<12} {:<14} {:<9} {:>10} {:>10}  {}\n",
+        "experiment", "row", "metric", "published", "simulated", "within target"
+    );
+    for l in lines {
+        let target = match l.within_target {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "-",
+        };
+        out.push_str(&format!(
+            "{:<12} {:<14} {:<9} {:>10.2} {:>10.2}  {}\n",
+            l.experiment, l.row, l.metric, l.published, l.simulated, target
+        ));
+    }
+    let with: Vec<&SummaryLine> = lines.iter().filter(|l| l.within_target.is_some()).collect();
+    let met = with.iter().filter(|l| l.within_target == Some(true)).count();
+    out.push_str(&format!("{met} of {} rows with a target are within it.\n", with.len()));
+    out
+}
+
+/// `schedlab reproduce all`: every shipped experiment at `fraction` of its
+/// published scale, each printed as `reproduce NAME` prints it, then one summary.
+pub fn run_all(runs: Option<u64>, fraction: f64) -> Result<(), Failure> {
+    let started = std::time::Instant::now();
+    let mut lines = Vec::new();
+    for (name, _) in BUILTIN {
+        let e = load(name)?;
+        let published = value_of(&e.workload, &e.scale_key).unwrap_or(1);
+        let scale = (fraction < 1.0).then(|| ((published as f64 * fraction).round() as u64).max(1));
+        let c = e.comparison(runs, scale, None)?;
+        c.validate()?;
+        let t0 = std::time::Instant::now();
+        let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+        print!("{}", e.text(&c, &rows)?);
+        println!("({} took {:.0} s)\n", e.name, t0.elapsed().as_secs_f64());
+        lines.extend(e.summary(&rows));
+    }
+    println!("Summary (fraction {fraction} of the published scale):");
+    print!("{}", summary_text(&lines));
+    println!("All experiments took {:.0} s.", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
 /// `schedlab reproduce --list`.
 pub fn list() -> Result<(), Failure> {
     for (name, _) in BUILTIN {
@@ -413,6 +495,31 @@ mod tests {
     }
 
     #[test]
+    fn summary_lists_rows_and_counts_targets_met() {
+        let line = |row: &str, published: f64, simulated: f64, within_target: Option<bool>| SummaryLine {
+            experiment: "numa-fork".into(),
+            row: row.into(),
+            metric: "gain %",
+            published,
+            simulated,
+            within_target,
+        };
+        let text = summary_text(&[
+            line("threads=30", 37.62, 33.95, Some(true)),
+            line("threads=21", 7.74, 4.04, None),
+            line("threads=79", 4.95, 0.0, Some(false)),
+        ]);
+        let expected = "\
+experiment   row            metric     published  simulated  within target
+numa-fork    threads=30     gain %         37.62      33.95  yes
+numa-fork    threads=21     gain %          7.74       4.04  -
+numa-fork    threads=79     gain %          4.95       0.00  NO
+1 of 2 rows with a target are within it.
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
     fn bad_experiment_files_name_the_problem() {
         let dir = std::env::temp_dir().join(format!("schedlab-exp-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -424,5 +531,13 @@ mod tests {
         assert!(e.expected.contains("steal"));
         let e = load(dir.join("missing.toml").to_str().unwrap()).unwrap_err();
         assert_eq!(e.field, "experiment file");
+        // A layout or scale key the program does not know.
+        let steal = BUILTIN[0].1;
+        for (edit, field) in [("layout = \"plain\"\n", "experiment layout"), ("scale_key = \"mb\"\n", "experiment scale_key")] {
+            let text = steal.replacen("runs = 10\n", &format!("runs = 10\n{edit}"), 1);
+            std::fs::write(&p, text).unwrap();
+            let e = load(p.to_str().unwrap()).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+        }
     }
 }

@@ -249,3 +249,19 @@ fn compare_prints_mmtests_ministat_and_csv() {
     assert!(c.starts_with("row,kernel,run,value\n"));
     assert_eq!(c.lines().count(), 1 + 2 * 2 * 3);
 }
+
+#[test]
+fn reproduce_all_runs_every_experiment_and_ends_with_one_summary() {
+    let o = schedlab(&["reproduce", "all", "--fraction", "0.001", "--runs", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let summary = &out[out.find("Summary (fraction 0.001").expect("a summary")..];
+    // One line per published row of every experiment: 5 steal, 9 numa-fork, 15 wakeup-gran.
+    let rows = summary.lines().filter(|l| ["steal ", "numa-fork ", "wakeup-gran "].iter().any(|e| l.starts_with(e))).count();
+    assert_eq!(rows, 29, "{summary}");
+    assert!(summary.contains("rows with a target are within it."), "{summary}");
+    assert!(out.contains("All experiments took"));
+    let bad = schedlab(&["reproduce", "all", "--fraction", "1.5"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("fraction"), "{}", stderr(&bad));
+}
