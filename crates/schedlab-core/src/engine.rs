@@ -20,7 +20,10 @@ use crate::ipc::{Channel, IoOutcome, Pipe, UnixStream, WaitQueue};
 use crate::memory::MemoryModel;
 use crate::program::{ForkKind, MemAt, Op, OpResult, Program};
 use crate::rng::{SimRng, Stream};
-use crate::sched::{Charge, CpuState, DequeueReason, EnqueueReason, Request, SchedClass, SelectReason, System, WakeFlags};
+use crate::sched::{
+    Charge, CpuState, DequeueReason, EnqueueReason, Request, SchedClass, SelectReason, System, TaskGroupInfo, WakeFlags,
+    ROOT_TASK_GROUP_SHARES,
+};
 use crate::stats::{latency_histogram, CpuStats};
 use crate::task::{nice_to_weight, Task, TaskId, TaskState};
 use crate::topology::{Distance, Topology};
@@ -355,6 +358,7 @@ impl Engine {
             cpu,
             allowed: None,
             parent,
+            group: parent.map_or(0, |pp| self.sys.tasks[pp].group),
             is_thread,
             last_queued_ns: self.sys.now_ns,
             woken_at_ns: None,
@@ -1064,6 +1068,16 @@ impl Engine {
                 self.sys.need_resched[cpu] = true;
                 Outcome::Continue
             }
+            Op::JoinGroup { ref path, shares } => {
+                let g = self.group_for(path, shares);
+                let old = self.sys.tasks[p].group;
+                if g != old {
+                    self.sys.tasks[p].group = g;
+                    self.policy.task_change_group(&mut self.sys, p, old);
+                    self.process_requests();
+                }
+                Outcome::Continue
+            }
             Op::SetNice { nice } => {
                 let old = self.sys.tasks[p].weight;
                 let t = &mut self.sys.tasks[p];
@@ -1081,6 +1095,36 @@ impl Engine {
     }
 
     /// Wakes `tasks` from `cpu` with sync wakeups (pipes, sockets, futexes).
+    /// The group at `path`, created with its missing parents (default shares) like
+    /// `mkdir -p`; its `cpu.shares` set to `shares` (clamped to the kernel's
+    /// MIN_SHARES..MAX_SHARES, 2..2^18). A malformed path or the root is a violation.
+    fn group_for(&mut self, path: &str, shares: u64) -> usize {
+        let shares = shares.clamp(2, 1 << 18);
+        let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        if !path.starts_with('/') || parts.is_empty() {
+            self.violation(format!("JoinGroup path '{path}': expected an absolute path below the root, like /batch"));
+            return 0;
+        }
+        let mut g = 0;
+        let mut at = String::new();
+        for (i, part) in parts.iter().enumerate() {
+            at.push('/');
+            at.push_str(part);
+            g = match self.sys.groups.iter().position(|x| x.path == at) {
+                Some(found) => found,
+                None => {
+                    self.sys.groups.push(TaskGroupInfo { path: at.clone(), parent: g, shares: ROOT_TASK_GROUP_SHARES });
+                    self.sys.groups.len() - 1
+                }
+            };
+            if i + 1 == parts.len() && self.sys.groups[g].shares != shares {
+                self.sys.groups[g].shares = shares;
+                self.policy.group_shares_changed(&mut self.sys, g);
+            }
+        }
+        g
+    }
+
     fn wake_all(&mut self, tasks: &mut Vec<TaskId>, cpu: usize) {
         for t in tasks.drain(..) {
             self.try_to_wake_up(t, Some(cpu), true);

@@ -56,6 +56,10 @@ pub enum Op {
     Store { key: u64, value: u64 },
     /// sched_yield().
     Yield,
+    /// Create the cgroup `path` (e.g. `/batch`, parents included, as `mkdir -p`)
+    /// if needed, set its `cpu.shares`, and move this task into it (writing its
+    /// pid to `cgroup.procs`). Children forked later inherit the group.
+    JoinGroup { path: String, shares: u64 },
     /// setpriority()/nice(): change this task's nice value.
     SetNice { nice: i32 },
     /// Record the current time under `label` (gettimeofday(), no cost modelled).

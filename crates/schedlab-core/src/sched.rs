@@ -112,6 +112,10 @@ pub trait SchedClass {
 
     /// `reweight_task()`: `p`'s nice changed (its weight is already updated).
     fn reweight_task(&mut self, _sys: &mut System, _p: TaskId, _old_weight: u32) {}
+    /// `p` moved from group `old` to `sys.tasks[p].group` (`sched_move_task()`).
+    fn task_change_group(&mut self, _sys: &mut System, _p: TaskId, _old: usize) {}
+    /// The `cpu.shares` of group `g` changed (`sched_group_set_shares()`).
+    fn group_shares_changed(&mut self, _sys: &mut System, _g: usize) {}
 
     /// Runnable tasks on `cpu` including the running one (`rq->nr_running`).
     fn nr_running(&self, cpu: usize) -> usize;
@@ -129,9 +133,25 @@ pub(crate) enum Request {
     Migrated { p: TaskId, from: usize, to: usize },
 }
 
+/// `cpu.shares` of the root group and the default of a new one (`ROOT_TASK_GROUP_LOAD`,
+/// i.e. NICE_0_LOAD unscaled).
+pub const ROOT_TASK_GROUP_SHARES: u64 = 1024;
+
+/// A task group as the cgroup file system shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskGroupInfo {
+    pub path: String,
+    /// Index of the parent group (the root is its own parent).
+    pub parent: usize,
+    /// `cpu.shares` as written (unscaled).
+    pub shares: u64,
+}
+
 /// What the policy sees of the machine and the services it may call.
 pub struct System {
     pub now_ns: u64,
+    /// Task groups (cgroups of the cpu controller); `groups[0]` is the root.
+    pub groups: Vec<TaskGroupInfo>,
     pub topo: Topology,
     pub cost: MachineProfile,
     pub tasks: Vec<Task>,
@@ -167,6 +187,7 @@ impl System {
         let n = topo.ncpus();
         System {
             now_ns: start_ns,
+            groups: vec![TaskGroupInfo { path: "/".into(), parent: 0, shares: ROOT_TASK_GROUP_SHARES }],
             stats: vec![CpuStats::default(); n],
             tick_ns,
             rng: SimRng::new(seed, Stream::Policy),

@@ -55,6 +55,8 @@ pub struct Task {
     /// Allowed CPUs (`p->cpus_allowed`); None = all.
     pub allowed: Option<CpuSet>,
     pub parent: Option<TaskId>,
+    /// Its task group (cgroup), an index into `System::groups`; 0 is the root.
+    pub group: usize,
     /// A thread of its parent's process (clone with CLONE_THREAD).
     pub is_thread: bool,
     /// Time the task last started running, or was enqueued (schedstat bookkeeping).

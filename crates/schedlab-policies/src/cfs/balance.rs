@@ -14,6 +14,7 @@ use schedlab_core::task::TaskId;
 
 use super::domains::{SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING};
 use super::fair::{Cfs, SCHED_STEAL_COST_NS};
+use super::group::Ent;
 
 /// `enum cpu_idle_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +102,7 @@ impl Cfs {
         for i in span.iter() {
             s.group_load += if local { self.target_load(i, load_idx) } else { self.source_load(i, load_idx) };
             s.group_util += self.cpu_util(i);
-            let nr = self.rq[i].cfs.nr_running as u64;
+            let nr = self.rq[i].cfs.h_nr_running as u64;
             s.sum_nr_running += nr;
             if nr > 1 {
                 *overload = true;
@@ -215,7 +216,7 @@ impl Cfs {
         for i in busiest.span.iter() {
             let capacity = self.rq[i].cpu_capacity;
             let wl = self.weighted_cpuload(i);
-            if self.rq[i].cfs.nr_running == 1 && wl > imbalance {
+            if self.rq[i].cfs.h_nr_running == 1 && wl > imbalance {
                 continue;
             }
             if wl as u128 * busiest_capacity as u128 > busiest_load as u128 * capacity as u128 {
@@ -229,9 +230,9 @@ impl Cfs {
             return (0, true);
         };
         let mut moved = 0;
-        if self.rq[src].cfs.nr_running > 1 {
+        if self.rq[src].cfs.h_nr_running > 1 {
             Self::balance_cost(sys, charge_cpu, 0, 2, 0);
-            let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.nr_running);
+            let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.h_nr_running);
             let (n, all_pinned) = self.detach_tasks(sys, src, this_cpu, sd_idx, idle, imbalance as i64, loop_max, charge_cpu);
             moved = n;
             sys.stats[this_cpu].lb_gained += n as u64;
@@ -298,6 +299,13 @@ impl Cfs {
     /// keeps decaying while nothing updates it. v5.x balances on `cpu_load()`,
     /// which includes this blocked load.
     pub(crate) fn update_blocked_averages(&mut self, cpu: usize, now: u64) {
+        // Groups bottom-up (children were created after their parents): each
+        // group's cfs_rq, then its entity on the parent's.
+        for g in (1..self.tg.len()).rev() {
+            self.update_load_avg_se(g, cpu, None, now);
+            let parent = self.tg[g].parent;
+            self.update_load_avg_se(parent, cpu, Some(Ent::Group(g, cpu)), now);
+        }
         self.update_load_avg(cpu, None, now);
     }
 
@@ -341,7 +349,7 @@ impl Cfs {
         let mut local_lpt = local.load_per_task;
         let mut imbn = 2;
         if local.sum_nr_running == 0 {
-            let nr = cfs.rq[this_cpu].cfs.nr_running as u64;
+            let nr = cfs.rq[this_cpu].cfs.h_nr_running as u64;
             local_lpt = cfs.weighted_cpuload(this_cpu).checked_div(nr).unwrap_or(0);
         } else if busiest.load_per_task > local_lpt {
             imbn = 1;
@@ -374,8 +382,9 @@ impl Cfs {
     /// `task_hot()` (v4.19 L7050). (v5.x added "SMT siblings share cache"; 4.19 has
     /// no such exception.)
     fn task_hot(&self, sys: &System, p: TaskId, src: usize, dst: usize) -> bool {
-        let cfs = &self.rq[src].cfs;
-        if self.feat.cache_hot_buddy && self.rq[dst].cfs.nr_running > 0 && (cfs.next == Some(p) || cfs.last == Some(p)) {
+        let cfs = self.cfs(self.task_group[p], src);
+        let buddy = cfs.next == Some(Ent::Task(p)) || cfs.last == Some(Ent::Task(p));
+        if self.feat.cache_hot_buddy && self.rq[dst].cfs.h_nr_running > 0 && buddy {
             return true;
         }
         let mc = self.sysctl.migration_cost_ns;
@@ -410,7 +419,7 @@ impl Cfs {
         let mut all_pinned = true;
         let mut examined = 0;
         for p in candidates {
-            if idle != IdleType::NotIdle && self.rq[src].cfs.nr_running <= 1 {
+            if idle != IdleType::NotIdle && self.rq[src].cfs.h_nr_running <= 1 {
                 break;
             }
             examined += 1;
@@ -426,7 +435,8 @@ impl Cfs {
             if hot && nr_failed <= cache_nice_tries {
                 continue;
             }
-            let load = self.se[p].avg.load_avg as i64;
+            let jiffies = self.jiffies(sys.now_ns);
+            let load = self.task_h_load(p, jiffies) as i64;
             if load / 2 > imbalance {
                 continue;
             }
@@ -488,7 +498,7 @@ impl Cfs {
                     d.last_balance_jiffies
                         + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
                 );
-                if pulled > 0 || self.rq[cpu].cfs.nr_running > 0 {
+                if pulled > 0 || self.rq[cpu].cfs.h_nr_running > 0 {
                     break;
                 }
             }
@@ -498,7 +508,7 @@ impl Cfs {
         if self.rq[cpu].next_balance > next_balance {
             self.rq[cpu].next_balance = next_balance;
         }
-        pulled.max(self.rq[cpu].cfs.nr_running)
+        pulled.max(self.rq[cpu].cfs.h_nr_running)
     }
 
     /// `get_sd_balance_interval()` (v4.19 L8800, v5.10 L9807), in jiffies.
@@ -556,7 +566,7 @@ impl Cfs {
                 let (moved, cont) = self.load_balance(sys, cpu, i, idle, charge_cpu);
                 continue_balancing = cont;
                 if moved > 0 {
-                    idle = if self.idle_cpu(sys, cpu) && self.rq[cpu].cfs.nr_running == 0 {
+                    idle = if self.idle_cpu(sys, cpu) && self.rq[cpu].cfs.h_nr_running == 0 {
                         IdleType::Idle
                     } else {
                         IdleType::NotIdle
@@ -595,7 +605,7 @@ impl Cfs {
         if sys.idle_mask().is_empty() || jiffies < self.nohz_next_balance {
             return;
         }
-        let mut kick = self.rq[cpu].cfs.nr_running >= 2;
+        let mut kick = self.rq[cpu].cfs.h_nr_running >= 2;
         if !kick {
             if let Some(llc) = self.doms[cpu].sd_llc {
                 let span = &self.doms[cpu].domains[llc].span;
@@ -621,7 +631,7 @@ impl Cfs {
         let mut next_balance = jiffies + 60 * hz;
         let idle: Vec<usize> = sys.idle_mask().iter().filter(|&c| c != this_cpu).collect();
         for cpu in idle {
-            if self.rq[this_cpu].cfs.nr_running > 0 {
+            if self.rq[this_cpu].cfs.h_nr_running > 0 {
                 return;
             }
             Self::balance_cost(sys, this_cpu, 1, 1, 0);
@@ -647,7 +657,7 @@ impl Cfs {
     pub fn active_push(&mut self, sys: &mut System, cpu: usize, dst: usize) {
         let candidates: Vec<TaskId> = self.rq[cpu].cfs.cfs_tasks.values().copied().collect();
         Self::balance_cost(sys, cpu, 0, 2, candidates.len() as u64);
-        if let Some(p) = candidates.into_iter().find(|&p| sys.tasks[p].can_run_on(dst) && self.rq[cpu].cfs.curr != Some(p)) {
+        if let Some(p) = candidates.into_iter().find(|&p| sys.tasks[p].can_run_on(dst) && self.rq[cpu].curr_task != Some(p)) {
             self.move_task(sys, p, cpu, dst, cpu);
             if let Some(sd) = self.doms[dst].domains.iter_mut().find(|d| d.span.contains(cpu)) {
                 sd.nr_balance_failed = 0;
@@ -691,7 +701,7 @@ impl Cfs {
     /// `steal_from()`: lock `src`, re-check it is overloaded, move its least
     /// recently run task that may run on `dst` and is not running.
     fn steal_from(&mut self, sys: &mut System, dst: usize, src: usize) -> bool {
-        if src == dst || self.rq[src].cfs.nr_running < 2 {
+        if src == dst || self.rq[src].cfs.h_nr_running < 2 {
             return false;
         }
         sys.charge_search(dst, 0, 1, 0);

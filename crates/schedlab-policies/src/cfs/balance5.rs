@@ -16,6 +16,7 @@ use schedlab_core::task::TaskId;
 use super::balance::IdleType;
 use super::domains::{KernelVersion, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_PKG_RESOURCES};
 use super::fair::Cfs;
+use super::group::Ent;
 
 /// `SCHED_CAPACITY_SCALE`.
 const SCALE: u64 = 1024;
@@ -152,7 +153,7 @@ impl Cfs {
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
             s.group_runnable += self.cpu_runnable(i);
-            let nr = self.rq[i].cfs.nr_running as u64;
+            let nr = self.rq[i].cfs.h_nr_running as u64;
             s.sum_nr_running += nr;
             if nr > 1 {
                 *overload = true;
@@ -257,9 +258,9 @@ impl Cfs {
             return (0, true);
         };
         let mut moved = 0;
-        if self.rq[src].cfs.nr_running > 1 {
+        if self.rq[src].cfs.h_nr_running > 1 {
             Self::balance_cost_pub(sys, charge_cpu, 0, 2, 0);
-            let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.nr_running);
+            let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.h_nr_running);
             let (n, all_pinned) =
                 self.detach_tasks5(sys, src, this_cpu, sd_idx, idle, migration, imbalance as i64, loop_max, charge_cpu);
             moved = n;
@@ -416,7 +417,7 @@ impl Cfs {
         let mut busiest = None;
         let (mut busiest_load, mut busiest_capacity, mut busiest_util, mut busiest_nr) = (0u64, 1u64, 0u64, 0usize);
         for i in span.iter() {
-            let nr = self.rq[i].cfs.nr_running;
+            let nr = self.rq[i].cfs.h_nr_running;
             if nr == 0 && version == KernelVersion::V5_15 {
                 continue;
             }
@@ -462,8 +463,9 @@ impl Cfs {
         if sd_flags & SD_SHARE_CPUCAPACITY != 0 {
             return false;
         }
-        let cfs = &self.rq[src].cfs;
-        if self.feat.cache_hot_buddy && self.rq[dst].cfs.nr_running > 0 && (cfs.next == Some(p) || cfs.last == Some(p)) {
+        let cfs = self.cfs(self.task_group[p], src);
+        let buddy = cfs.next == Some(Ent::Task(p)) || cfs.last == Some(Ent::Task(p));
+        if self.feat.cache_hot_buddy && self.rq[dst].cfs.h_nr_running > 0 && buddy {
             return true;
         }
         let mc = self.sysctl.migration_cost_ns;
@@ -498,7 +500,7 @@ impl Cfs {
         let mut all_pinned = true;
         let mut examined = 0;
         for p in candidates {
-            if idle != IdleType::NotIdle && self.rq[src].cfs.nr_running <= 1 {
+            if idle != IdleType::NotIdle && self.rq[src].cfs.h_nr_running <= 1 {
                 break;
             }
             examined += 1;
@@ -516,7 +518,8 @@ impl Cfs {
             let cost = match migration {
                 MigrationType::Load => {
                     // Let the size rule relax as failures accumulate (LB_MIN is off).
-                    let load = self.se[p].avg.load_avg.max(1);
+                    let jiffies = self.jiffies(sys.now_ns);
+                    let load = self.task_h_load(p, jiffies).max(1);
                     let shifted = if nr_failed >= 64 { 0 } else { load >> nr_failed };
                     if shifted as i64 > imbalance {
                         continue;
@@ -556,7 +559,7 @@ impl Cfs {
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
             s.group_runnable += self.cpu_runnable(i);
-            let nr = self.rq[i].cfs.nr_running as u64;
+            let nr = self.rq[i].cfs.h_nr_running as u64;
             s.sum_nr_running += nr;
             if nr == 0 && self.idle_cpu(sys, i) {
                 s.idle_cpus += 1;

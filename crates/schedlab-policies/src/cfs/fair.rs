@@ -1,6 +1,7 @@
 //! CFS runqueues and entity timing (fair.c, v4.19): vruntime, slices, placement,
 //! tick and wakeup preemption, buddies, and the `SchedClass` hooks that call them.
-//! No group scheduling here: every entity is a task on its CPU's root cfs_rq.
+//! Entities are tasks or group entities (see `group.rs`); every function takes the
+//! cfs_rq it works on as (group, CPU), group 0 being the CPU's root runqueue.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,11 +11,12 @@ use schedlab_core::task::TaskId;
 
 use super::domains::{self, CpuDomains, KernelVersion};
 use super::features::Features;
+use super::group::{Ent, TaskGroup};
 use super::pelt::SchedAvg;
 use super::sysctl::Sysctls;
 use super::weights::{calc_delta, calc_delta_fair, LoadRes, LoadWeight};
 
-/// Per-task fair state (`struct sched_entity` plus the task fields CFS reads).
+/// Per-entity fair state (`struct sched_entity`, plus the task fields CFS reads).
 #[derive(Clone, Debug)]
 pub struct Se {
     pub load: LoadWeight,
@@ -23,7 +25,8 @@ pub struct Se {
     pub sum_exec_runtime_ns: u64,
     pub prev_sum_exec_runtime_ns: u64,
     pub on_rq: bool,
-    /// The CPU whose cfs_rq this entity is (or was last) queued on.
+    /// The CPU whose cfs_rq this entity is (or was last) queued on; `usize::MAX`
+    /// before its load was first attached anywhere.
     pub rq_cpu: usize,
     pub avg: SchedAvg,
     /// `p->wakee_flips`, `p->wakee_flip_decay_ts` (jiffies), `p->last_wakee`.
@@ -38,24 +41,53 @@ pub struct Se {
     pub tree_key: Option<(u64, u64)>,
 }
 
-/// `struct cfs_rq` (root level only).
+impl Se {
+    /// An entity with nothing set.
+    pub fn blank() -> Se {
+        Se {
+            load: LoadWeight::new(0),
+            vruntime: 0,
+            exec_start_ns: 0,
+            sum_exec_runtime_ns: 0,
+            prev_sum_exec_runtime_ns: 0,
+            on_rq: false,
+            rq_cpu: usize::MAX,
+            avg: SchedAvg::default(),
+            wakee_flips: 0,
+            wakee_flip_decay_ts: 0,
+            last_wakee: None,
+            recent_used_cpu: 0,
+            mru_key: 0,
+            tree_key: None,
+        }
+    }
+}
+
+/// `struct cfs_rq`: a CPU's root runqueue, or a task group's on that CPU.
 #[derive(Clone, Debug, Default)]
 pub struct CfsRq {
-    /// The rbtree: (vruntime, insertion order, task). Equal keys go right.
-    pub timeline: BTreeSet<(u64, u64, TaskId)>,
-    pub curr: Option<TaskId>,
-    /// `nr_running` = `h_nr_running` without groups.
+    /// The rbtree: (vruntime, insertion order, entity). Equal keys go right.
+    pub timeline: BTreeSet<(u64, u64, Ent)>,
+    pub curr: Option<Ent>,
+    /// Entities queued here (tasks and group entities).
     pub nr_running: usize,
+    /// Tasks queued here or below.
+    pub h_nr_running: usize,
     pub load: LoadWeight,
     /// Sum of queued entities' runnable weights (`cfs_rq->runnable_weight`).
     pub runnable_weight: u64,
     pub min_vruntime: u64,
-    pub next: Option<TaskId>,
-    pub last: Option<TaskId>,
-    pub skip: Option<TaskId>,
+    pub next: Option<Ent>,
+    pub last: Option<Ent>,
+    pub skip: Option<Ent>,
     pub avg: SchedAvg,
-    /// `rq->cfs_tasks`, most recently picked last: key → task.
+    /// `rq->cfs_tasks` (root runqueues only), most recently picked last: key → task.
     pub cfs_tasks: BTreeMap<u64, TaskId>,
+    /// What this cfs_rq last published to `tg->load_avg`.
+    pub tg_load_avg_contrib: u64,
+    /// `cfs_rq->h_load` and the jiffy it was computed in.
+    pub h_load: u64,
+    pub last_h_load_update: Option<u64>,
 }
 
 /// `struct rq`, fair-relevant parts.
@@ -78,6 +110,8 @@ pub struct Rq {
     pub active_balance_to: Option<usize>,
     /// This idle CPU was kicked to run NOHZ idle balancing.
     pub nohz_kick: bool,
+    /// The task this CPU's levels last picked (`rq->curr` for the fair class).
+    pub curr_task: Option<TaskId>,
 }
 
 /// The model: `cfs@4.19` with features.
@@ -87,6 +121,10 @@ pub struct Cfs {
     pub sysctl: Sysctls,
     pub res: LoadRes,
     pub se: Vec<Se>,
+    /// Each task's group (`task_group(p)`), by TaskId.
+    pub task_group: Vec<usize>,
+    /// Task groups; `tg[0]` is the root.
+    pub tg: Vec<TaskGroup>,
     pub rq: Vec<Rq>,
     pub doms: Vec<CpuDomains>,
     /// Per LLC (indexed by `sd_llc_id`): `sd_llc_shared->has_idle_cores`.
@@ -139,6 +177,8 @@ impl Cfs {
             sysctl: probe,
             res: LoadRes::HIGH,
             se: Vec::new(),
+            task_group: Vec::new(),
+            tg: Vec::new(),
             rq: Vec::new(),
             doms: Vec::new(),
             has_idle_cores: Vec::new(),
@@ -166,27 +206,45 @@ impl Cfs {
 
     // ------------------------------------------------------------ entity timing
 
-    /// `update_curr()` (fair.c v4.19 L802): charge the running entity's time.
-    pub fn update_curr(&mut self, cpu: usize, now: u64) {
-        let Some(curr) = self.rq[cpu].cfs.curr else { return };
-        let se = &mut self.se[curr];
+    /// `se_weight()`: the unscaled weight PELT multiplies by. v5.7+ (26cf52229efc)
+    /// keeps any non-zero weight at 2 or more; v4.19 shifts tiny group weights to 0.
+    pub fn se_weight(&self, weight: u64) -> u64 {
+        if self.reworked_balancer() {
+            self.res.scale_load_down_v57(weight)
+        } else {
+            self.res.scale_load_down(weight)
+        }
+    }
+
+    /// `update_curr()` (fair.c v4.19 L802): charge the running entity of group
+    /// `q`'s cfs_rq on `cpu` its time.
+    pub fn update_curr(&mut self, q: usize, cpu: usize, now: u64) {
+        let Some(curr) = self.cfs(q, cpu).curr else { return };
+        let res = self.res;
+        let se = self.ent_mut(curr);
         let delta = now.saturating_sub(se.exec_start_ns);
         if delta == 0 {
             return;
         }
         se.exec_start_ns = now;
         se.sum_exec_runtime_ns += delta;
-        se.vruntime += calc_delta_fair(delta, &mut se.load, self.res);
-        self.update_min_vruntime(cpu);
+        se.vruntime += calc_delta_fair(delta, &mut se.load, res);
+        self.update_min_vruntime(q, cpu);
+    }
+
+    /// `update_curr_fair()`: the running task's own level.
+    pub fn update_curr_task(&mut self, cpu: usize, p: TaskId, now: u64) {
+        let q = self.task_group[p];
+        self.update_curr(q, cpu, now);
     }
 
     /// `update_min_vruntime()` (v4.19 L496): monotonic max of min(curr, leftmost).
-    pub fn update_min_vruntime(&mut self, cpu: usize) {
-        let cfs = &self.rq[cpu].cfs;
+    pub fn update_min_vruntime(&mut self, q: usize, cpu: usize) {
+        let cfs = self.cfs(q, cpu);
         let mut vruntime = cfs.min_vruntime;
-        let curr = cfs.curr.filter(|&c| self.se[c].on_rq);
+        let curr = cfs.curr.filter(|&c| self.ent(c).on_rq);
         if let Some(c) = curr {
-            vruntime = self.se[c].vruntime;
+            vruntime = self.ent(c).vruntime;
         }
         if let Some(&(left, _, _)) = cfs.timeline.first() {
             vruntime = match curr {
@@ -194,7 +252,7 @@ impl Cfs {
                 Some(_) => vruntime.min(left),
             };
         }
-        let cfs = &mut self.rq[cpu].cfs;
+        let cfs = self.cfs_mut(q, cpu);
         cfs.min_vruntime = cfs.min_vruntime.max(vruntime);
     }
 
@@ -207,30 +265,39 @@ impl Cfs {
         }
     }
 
-    /// `sched_slice()` (v4.19 L658): the entity's share of the period by weight.
-    pub fn sched_slice(&mut self, cpu: usize, p: TaskId) -> u64 {
-        let on_rq = self.se[p].on_rq;
-        let cfs = &self.rq[cpu].cfs;
-        let slice = self.sched_period(cfs.nr_running as u64 + u64::from(!on_rq));
-        let mut load = cfs.load;
-        if !on_rq {
-            load.add(self.se[p].load.weight);
+    /// `sched_slice()` (v4.19 L658): the period of `e`'s cfs_rq, split by weight at
+    /// every level up to the root.
+    pub fn sched_slice(&mut self, cpu: usize, e: Ent) -> u64 {
+        let q = self.q_of(e);
+        let on_rq = self.ent(e).on_rq;
+        let mut slice = self.sched_period(self.cfs(q, cpu).nr_running as u64 + u64::from(!on_rq));
+        let mut at = Some(e);
+        while let Some(x) = at {
+            let q = self.q_of(x);
+            let se = self.ent(x);
+            let mut load = self.cfs(q, cpu).load;
+            if !se.on_rq {
+                load.add(se.load.weight);
+            }
+            slice = calc_delta(slice, se.load.weight, &mut load, self.res);
+            at = self.parent_ent(x, cpu);
         }
-        calc_delta(slice, self.se[p].load.weight, &mut load, self.res)
+        slice
     }
 
     /// `sched_vslice()`: the slice in virtual time.
-    pub fn sched_vslice(&mut self, cpu: usize, p: TaskId) -> u64 {
-        let slice = self.sched_slice(cpu, p);
-        calc_delta_fair(slice, &mut self.se[p].load, self.res)
+    pub fn sched_vslice(&mut self, cpu: usize, e: Ent) -> u64 {
+        let slice = self.sched_slice(cpu, e);
+        let res = self.res;
+        calc_delta_fair(slice, &mut self.ent_mut(e).load, res)
     }
 
     /// `place_entity()` (v4.19 L3772): START_DEBIT for new tasks, half-latency
     /// sleeper credit (GENTLE_FAIR_SLEEPERS) for wakeups, never backwards.
-    pub fn place_entity(&mut self, cpu: usize, p: TaskId, initial: bool) {
-        let mut vruntime = self.rq[cpu].cfs.min_vruntime;
+    pub fn place_entity(&mut self, q: usize, cpu: usize, e: Ent, initial: bool) {
+        let mut vruntime = self.cfs(q, cpu).min_vruntime;
         if initial && self.feat.start_debit {
-            vruntime += self.sched_vslice(cpu, p);
+            vruntime += self.sched_vslice(cpu, e);
         }
         if !initial {
             let mut thresh = self.sysctl.latency_ns;
@@ -239,20 +306,20 @@ impl Cfs {
             }
             vruntime = vruntime.saturating_sub(thresh);
         }
-        let se = &mut self.se[p];
+        let se = self.ent_mut(e);
         se.vruntime = se.vruntime.max(vruntime);
     }
 
-    fn tree_insert(&mut self, cpu: usize, p: TaskId) {
+    fn tree_insert(&mut self, q: usize, cpu: usize, e: Ent) {
         self.tree_seq += 1;
-        let key = (self.se[p].vruntime, self.tree_seq);
-        self.se[p].tree_key = Some(key);
-        self.rq[cpu].cfs.timeline.insert((key.0, key.1, p));
+        let key = (self.ent(e).vruntime, self.tree_seq);
+        self.ent_mut(e).tree_key = Some(key);
+        self.cfs_mut(q, cpu).timeline.insert((key.0, key.1, e));
     }
 
-    fn tree_remove(&mut self, cpu: usize, p: TaskId) {
-        if let Some((v, s)) = self.se[p].tree_key.take() {
-            self.rq[cpu].cfs.timeline.remove(&(v, s, p));
+    fn tree_remove(&mut self, q: usize, cpu: usize, e: Ent) {
+        if let Some((v, s)) = self.ent_mut(e).tree_key.take() {
+            self.cfs_mut(q, cpu).timeline.remove(&(v, s, e));
         }
     }
 
@@ -264,24 +331,41 @@ impl Cfs {
         cfs.cfs_tasks.insert(self.mru_seq, p);
     }
 
-    /// `update_load_avg()` (v4.19 L3723) for the task (if any) and its cfs_rq, at `now`:
-    /// `__update_load_avg_se()` then `update_cfs_rq_load_avg()`.
+    /// `update_load_avg()` (v4.19 L3723) for the task on `cpu` (if any) and its
+    /// cfs_rq, at `now`.
     pub fn update_load_avg(&mut self, cpu: usize, p: Option<TaskId>, now: u64) {
-        let res = self.res;
-        if let Some(p) = p {
-            let running = self.rq[cpu].cfs.curr == Some(p);
-            let runnable = self.se_runnable(p);
-            let se = &mut self.se[p];
-            let w = res.scale_load_down(se.load.weight);
-            se.avg.update_se(now, se.on_rq, running, w, runnable);
+        match p {
+            Some(p) => {
+                let q = self.task_group[p];
+                self.update_load_avg_se(q, cpu, Some(Ent::Task(p)), now);
+            }
+            None => self.update_load_avg_se(0, cpu, None, now),
+        }
+    }
+
+    /// `update_load_avg()` of one level: `__update_load_avg_se()` for `e` (if any)
+    /// then `update_cfs_rq_load_avg()` for group `q`'s cfs_rq, publishing it to the
+    /// group's sum when it decayed.
+    pub fn update_load_avg_se(&mut self, q: usize, cpu: usize, e: Option<Ent>, now: u64) {
+        if let Some(e) = e {
+            let running = self.cfs(q, cpu).curr == Some(e);
+            let runnable = self.se_runnable_ent(e);
+            let w = self.se_weight(self.ent(e).load.weight);
+            let se = self.ent_mut(e);
+            let on_rq = se.on_rq;
+            se.avg.update_se(now, on_rq, running, w, runnable);
         }
         let reworked = self.reworked_balancer();
-        let cfs = &mut self.rq[cpu].cfs;
-        let load = res.scale_load_down(cfs.load.weight);
+        let load = self.se_weight(self.cfs(q, cpu).load.weight);
+        let res = self.res;
+        let cfs = self.cfs_mut(q, cpu);
         // v5.7+ replaced the weighted runnable load by `runnable_avg`: 1024 per
         // runnable task (`h_nr_running << SCHED_CAPACITY_SHIFT`), whatever its weight.
-        let runnable = if reworked { cfs.nr_running as u64 * 1024 } else { res.scale_load_down(cfs.runnable_weight) };
-        cfs.avg.update_cfs_rq(now, load, runnable, cfs.curr.is_some());
+        let runnable = if reworked { cfs.h_nr_running as u64 * 1024 } else { res.scale_load_down(cfs.runnable_weight) };
+        let decayed = cfs.avg.update_cfs_rq(now, load, runnable, cfs.curr.is_some());
+        if decayed {
+            self.update_tg_load_avg(q, cpu);
+        }
     }
 
     /// The runnable weight of `p`'s entity: its unscaled weight (v4.19
@@ -289,55 +373,126 @@ impl Cfs {
     /// (v5.7+ also keeps a sleeping task's runnable history attached to its
     /// runqueue, decaying like its load; here it leaves at dequeue as in v4.19.)
     pub fn se_runnable(&self, p: TaskId) -> u64 {
-        if self.reworked_balancer() {
-            1024
-        } else {
-            self.res.scale_load_down(self.se[p].load.weight)
+        self.se_runnable_ent(Ent::Task(p))
+    }
+
+    /// `se_runnable()` of any entity: a group entity's v5.7+ runnable signal
+    /// counts the tasks below it; v4.19's `calc_group_runnable()` is taken as the
+    /// entity's weight.
+    pub fn se_runnable_ent(&self, e: Ent) -> u64 {
+        match (e, self.reworked_balancer()) {
+            (Ent::Task(_), true) => 1024,
+            (Ent::Group(g, cpu), true) => 1024 * self.tg[g].cfs_rq[cpu].h_nr_running.max(1) as u64,
+            (e, false) => self.se_weight(self.ent(e).load.weight),
         }
     }
 
-    /// `enqueue_entity()` (v4.19 L3857) plus the STEAL overload bookkeeping of
-    /// `enqueue_task_fair()`.
-    pub fn enqueue_entity(&mut self, cpu: usize, p: TaskId, wakeup: bool, migrated: bool, now: u64) {
+    /// `enqueue_entity()` (v4.19 L3857) of `e` on group `q`'s cfs_rq on `cpu`.
+    fn enqueue_entity(&mut self, q: usize, cpu: usize, e: Ent, wakeup: bool, migrated: bool, now: u64) {
         let renorm = !wakeup || migrated;
-        let is_curr = self.rq[cpu].cfs.curr == Some(p);
+        let is_curr = self.cfs(q, cpu).curr == Some(e);
         if renorm && is_curr {
-            self.se[p].vruntime = self.se[p].vruntime.wrapping_add(self.rq[cpu].cfs.min_vruntime);
+            let min = self.cfs(q, cpu).min_vruntime;
+            let se = self.ent_mut(e);
+            se.vruntime = se.vruntime.wrapping_add(min);
         }
-        self.update_curr(cpu, now);
+        self.update_curr(q, cpu, now);
         if renorm && !is_curr {
-            self.se[p].vruntime = self.se[p].vruntime.wrapping_add(self.rq[cpu].cfs.min_vruntime);
+            let min = self.cfs(q, cpu).min_vruntime;
+            let se = self.ent_mut(e);
+            se.vruntime = se.vruntime.wrapping_add(min);
         }
-        // A task arriving from elsewhere (new, or migrated) attaches its load here
+        // An entity arriving from elsewhere (new, or migrated) attaches its load here
         // (update_load_avg(DO_ATTACH) → attach_entity_load_avg()).
-        let w_down = self.res.scale_load_down(self.se[p].load.weight);
-        if self.se[p].rq_cpu != cpu {
-            self.update_load_avg(cpu, None, now);
-            let mut avg = self.se[p].avg;
-            self.rq[cpu].cfs.avg.attach(&mut avg, w_down);
-            self.se[p].avg = avg;
-            self.se[p].rq_cpu = cpu;
+        let w_down = self.se_weight(self.ent(e).load.weight);
+        if self.ent(e).rq_cpu != cpu {
+            self.update_load_avg_se(q, cpu, None, now);
+            let mut avg = self.ent(e).avg;
+            self.cfs_mut(q, cpu).avg.attach(&mut avg, w_down);
+            let se = self.ent_mut(e);
+            se.avg = avg;
+            se.rq_cpu = cpu;
+            self.update_tg_load_avg(q, cpu);
         } else {
-            self.update_load_avg(cpu, Some(p), now);
+            self.update_load_avg_se(q, cpu, Some(e), now);
         }
-        let w = self.se[p].load.weight;
-        let avg = self.se[p].avg;
-        let runnable = self.se_runnable(p);
-        let cfs = &mut self.rq[cpu].cfs;
+        self.update_cfs_group(e, now);
+        let w = self.ent(e).load.weight;
+        let avg = self.ent(e).avg;
+        let runnable = self.se_runnable_ent(e);
+        let cfs = self.cfs_mut(q, cpu);
         cfs.runnable_weight += w;
         cfs.avg.enqueue_runnable_load(&avg, runnable);
         cfs.load.add(w);
         cfs.nr_running += 1;
         if wakeup {
-            self.place_entity(cpu, p, false);
+            self.place_entity(q, cpu, e, false);
         }
         if !is_curr {
-            self.tree_insert(cpu, p);
+            self.tree_insert(q, cpu, e);
         }
-        self.se[p].on_rq = true;
+        self.ent_mut(e).on_rq = true;
+    }
+
+    /// `dequeue_entity()` (v4.19 L3957) of `e` from group `q`'s cfs_rq on `cpu`.
+    fn dequeue_entity(&mut self, q: usize, cpu: usize, e: Ent, sleep: bool, now: u64) {
+        self.update_curr(q, cpu, now);
+        self.update_load_avg_se(q, cpu, Some(e), now);
+        let w = self.ent(e).load.weight;
+        {
+            let runnable = self.se_runnable_ent(e);
+            let avg = self.ent(e).avg;
+            let cfs = self.cfs_mut(q, cpu);
+            cfs.runnable_weight = cfs.runnable_weight.saturating_sub(w);
+            cfs.avg.dequeue_runnable_load(&avg, runnable);
+        }
+        self.clear_buddies(q, cpu, e);
+        if self.cfs(q, cpu).curr != Some(e) {
+            self.tree_remove(q, cpu, e);
+        }
+        self.ent_mut(e).on_rq = false;
+        let cfs = self.cfs_mut(q, cpu);
+        cfs.load.sub(w);
+        cfs.nr_running -= 1;
+        if let Ent::Task(p) = e {
+            let key = self.se[p].mru_key;
+            self.rq[cpu].cfs.cfs_tasks.remove(&key);
+        }
+        if !sleep {
+            let min = self.cfs(q, cpu).min_vruntime;
+            let se = self.ent_mut(e);
+            se.vruntime = se.vruntime.wrapping_sub(min);
+        }
+        self.update_cfs_group(e, now);
+        self.update_min_vruntime(q, cpu);
+    }
+
+    /// `enqueue_task_fair()` (v4.19 L5105): the task's entity, then every ancestor
+    /// not yet queued (as wakeups), then the rest of the path's counts and loads;
+    /// plus the STEAL overload bookkeeping.
+    pub fn enqueue_task_fair(&mut self, cpu: usize, p: TaskId, wakeup: bool, migrated: bool, now: u64) {
+        let mut at = Some(Ent::Task(p));
+        let (mut wakeup, mut migrated) = (wakeup, migrated);
+        while let Some(e) = at {
+            if self.ent(e).on_rq {
+                break;
+            }
+            let q = self.q_of(e);
+            self.enqueue_entity(q, cpu, e, wakeup, migrated, now);
+            self.cfs_mut(q, cpu).h_nr_running += 1;
+            (wakeup, migrated) = (true, false);
+            at = self.parent_ent(e, cpu);
+        }
+        while let Some(e) = at {
+            let q = self.q_of(e);
+            self.cfs_mut(q, cpu).h_nr_running += 1;
+            self.update_load_avg_se(q, cpu, Some(e), now);
+            self.update_cfs_group(e, now);
+            at = self.parent_ent(e, cpu);
+        }
         self.mru_touch(cpu, p);
         self.nr_total += 1;
-        let nr = self.rq[cpu].cfs.nr_running;
+        let nr = self.rq[cpu].cfs.h_nr_running;
         if nr >= 2 {
             // add_nr_running(): rd->overload once any CPU has two tasks.
             self.rd_overload = true;
@@ -347,51 +502,105 @@ impl Cfs {
         }
     }
 
-    /// `dequeue_entity()` (v4.19 L3957).
-    pub fn dequeue_entity(&mut self, cpu: usize, p: TaskId, sleep: bool, now: u64) {
-        self.update_curr(cpu, now);
-        self.update_load_avg(cpu, Some(p), now);
-        let w = self.se[p].load.weight;
-        {
-            let runnable = self.se_runnable(p);
-            let avg = self.se[p].avg;
-            let cfs = &mut self.rq[cpu].cfs;
-            cfs.runnable_weight = cfs.runnable_weight.saturating_sub(w);
-            cfs.avg.dequeue_runnable_load(&avg, runnable);
+    /// `dequeue_task_fair()` (v4.19 L5162): the task's entity, then each ancestor
+    /// whose cfs_rq it leaves empty; a sleeping task makes its still-busy parent
+    /// the next buddy.
+    pub fn dequeue_task_fair(&mut self, cpu: usize, p: TaskId, sleep: bool, now: u64) {
+        let mut at = Some(Ent::Task(p));
+        let mut flag_sleep = sleep;
+        while let Some(e) = at {
+            let q = self.q_of(e);
+            self.dequeue_entity(q, cpu, e, flag_sleep, now);
+            self.cfs_mut(q, cpu).h_nr_running -= 1;
+            if self.cfs(q, cpu).load.weight > 0 {
+                at = self.parent_ent(e, cpu);
+                if sleep {
+                    if let Some(parent) = at {
+                        self.set_next_buddy(parent, cpu);
+                    }
+                }
+                break;
+            }
+            flag_sleep = true;
+            at = self.parent_ent(e, cpu);
         }
-        self.clear_buddies(cpu, p);
-        if self.rq[cpu].cfs.curr != Some(p) {
-            self.tree_remove(cpu, p);
+        while let Some(e) = at {
+            let q = self.q_of(e);
+            self.cfs_mut(q, cpu).h_nr_running -= 1;
+            self.update_load_avg_se(q, cpu, Some(e), now);
+            self.update_cfs_group(e, now);
+            at = self.parent_ent(e, cpu);
         }
-        self.se[p].on_rq = false;
-        let cfs = &mut self.rq[cpu].cfs;
-        cfs.load.sub(w);
-        cfs.nr_running -= 1;
-        cfs.cfs_tasks.remove(&self.se[p].mru_key);
-        if !sleep {
-            self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(self.rq[cpu].cfs.min_vruntime);
-        }
-        self.update_min_vruntime(cpu);
         self.nr_total -= 1;
-        if self.rq[cpu].cfs.nr_running == 1 {
+        if self.rq[cpu].cfs.h_nr_running == 1 {
             self.overload_clear(cpu);
         }
     }
 
-    /// A task leaving this CPU for good (migration): take its load with it
-    /// (`detach_entity_load_avg`/`remove_entity_load_avg`).
+    /// A task leaving this CPU for good (migration, exit): take its load with it
+    /// (`detach_entity_load_avg`/`remove_entity_load_avg`) from its cfs_rq.
     pub fn detach_load(&mut self, cpu: usize, p: TaskId) {
         let avg = self.se[p].avg;
-        let w_down = self.res.scale_load_down(self.se[p].load.weight);
-        self.rq[cpu].cfs.avg.detach(&avg, w_down);
+        let w_down = self.se_weight(self.se[p].load.weight);
+        let q = self.task_group[p];
+        self.cfs_mut(q, cpu).avg.detach(&avg, w_down);
+        self.update_tg_load_avg(q, cpu);
     }
 
-    fn clear_buddies(&mut self, cpu: usize, p: TaskId) {
-        let cfs = &mut self.rq[cpu].cfs;
-        for b in [&mut cfs.next, &mut cfs.last, &mut cfs.skip] {
-            if *b == Some(p) {
-                *b = None;
+    /// `clear_buddies()` (v4.19 L3921): a buddy pointing at `e` is cleared, and so
+    /// are the ones pointing at its ancestors up the same chain.
+    fn clear_buddies(&mut self, q: usize, cpu: usize, e: Ent) {
+        let cfs = self.cfs(q, cpu);
+        let (last, next, skip) = (cfs.last == Some(e), cfs.next == Some(e), cfs.skip == Some(e));
+        for (hit, which) in [(last, 0), (next, 1), (skip, 2)] {
+            if !hit {
+                continue;
             }
+            let mut at = Some(e);
+            while let Some(x) = at {
+                let cfs = self.cfs_mut(self.q_of(x), cpu);
+                let slot = match which {
+                    0 => &mut cfs.last,
+                    1 => &mut cfs.next,
+                    _ => &mut cfs.skip,
+                };
+                if *slot != Some(x) {
+                    break;
+                }
+                *slot = None;
+                at = self.parent_ent(x, cpu);
+            }
+        }
+    }
+
+    /// `set_next_buddy()` (v4.19 L6485): `e` and its ancestors are each level's
+    /// next buddy.
+    fn set_next_buddy(&mut self, e: Ent, cpu: usize) {
+        for x in self.chain(e, cpu) {
+            if !self.ent(x).on_rq {
+                return;
+            }
+            let q = self.q_of(x);
+            self.cfs_mut(q, cpu).next = Some(x);
+        }
+    }
+
+    /// `set_last_buddy()` (v4.19 L6473).
+    fn set_last_buddy(&mut self, e: Ent, cpu: usize) {
+        for x in self.chain(e, cpu) {
+            if !self.ent(x).on_rq {
+                return;
+            }
+            let q = self.q_of(x);
+            self.cfs_mut(q, cpu).last = Some(x);
+        }
+    }
+
+    /// `set_skip_buddy()` (v4.19 L6497).
+    fn set_skip_buddy(&mut self, e: Ent, cpu: usize) {
+        for x in self.chain(e, cpu) {
+            let q = self.q_of(x);
+            self.cfs_mut(q, cpu).skip = Some(x);
         }
     }
 
@@ -399,26 +608,27 @@ impl Cfs {
     /// virtual time. With SCALE_WAKEUP_GRAN (Gorman 2021, v1) and a runqueue given
     /// (only check_preempt_wakeup passes one; buddy picks do not), a runqueue of more
     /// than one entity multiplies it by `min(nr_running >> 1, sched_nr_latency)`.
-    pub fn wakeup_gran(&mut self, cfs_rq_cpu: Option<usize>, p: TaskId) -> u64 {
+    pub fn wakeup_gran(&mut self, cfs_rq: Option<(usize, usize)>, e: Ent) -> u64 {
         let mut gran = self.sysctl.wakeup_granularity_ns;
-        if let Some(cpu) = cfs_rq_cpu.filter(|_| self.feat.scale_wakeup_gran) {
-            let nr_running = self.rq[cpu].cfs.nr_running as u64;
+        if let Some((q, cpu)) = cfs_rq.filter(|_| self.feat.scale_wakeup_gran) {
+            let nr_running = self.cfs(q, cpu).nr_running as u64;
             if nr_running > 1 {
                 gran *= (nr_running >> 1).min(self.sysctl.nr_latency);
             }
         }
-        calc_delta_fair(gran, &mut self.se[p].load, self.res)
+        let res = self.res;
+        calc_delta_fair(gran, &mut self.ent_mut(e).load, res)
     }
 
     /// `wakeup_preempt_entity()` (v4.19 L6468, v5.15 L7094): −1 if `curr` is not
     /// ahead of `se`, 1 if ahead by more than the wakee's granularity, else 0.
-    /// `cfs_rq_cpu` is the runqueue SCALE_WAKEUP_GRAN reads (None from buddy picks).
-    pub fn wakeup_preempt_entity(&mut self, cfs_rq_cpu: Option<usize>, curr: TaskId, se: TaskId) -> i32 {
-        let vdiff = self.se[curr].vruntime as i64 - self.se[se].vruntime as i64;
+    /// `cfs_rq` (group, cpu) is what SCALE_WAKEUP_GRAN reads (None from buddy picks).
+    pub fn wakeup_preempt_entity(&mut self, cfs_rq: Option<(usize, usize)>, curr: Ent, se: Ent) -> i32 {
+        let vdiff = self.ent(curr).vruntime as i64 - self.ent(se).vruntime as i64;
         if vdiff <= 0 {
             return -1;
         }
-        if vdiff as u64 > self.wakeup_gran(cfs_rq_cpu, se) {
+        if vdiff as u64 > self.wakeup_gran(cfs_rq, se) {
             1
         } else {
             0
@@ -427,8 +637,8 @@ impl Cfs {
 
     /// `pick_next_entity()` (v4.19 L4091): leftmost, unless the skip buddy, or a
     /// last/next buddy within a wakeup granularity of it, should run instead.
-    fn pick_next_entity(&mut self, cpu: usize) -> Option<TaskId> {
-        let cfs = &self.rq[cpu].cfs;
+    fn pick_next_entity(&mut self, q: usize, cpu: usize) -> Option<Ent> {
+        let cfs = self.cfs(q, cpu);
         let left = cfs.timeline.first().map(|&(_, _, t)| t)?;
         let mut se = left;
         if cfs.skip == Some(se) {
@@ -438,7 +648,7 @@ impl Cfs {
                 }
             }
         }
-        let (last, next) = (self.rq[cpu].cfs.last, self.rq[cpu].cfs.next);
+        let (last, next) = (self.cfs(q, cpu).last, self.cfs(q, cpu).next);
         if let Some(l) = last {
             if self.wakeup_preempt_entity(None, l, left) < 1 {
                 se = l;
@@ -449,46 +659,56 @@ impl Cfs {
                 se = n;
             }
         }
-        self.clear_buddies(cpu, se);
+        self.clear_buddies(q, cpu, se);
         Some(se)
     }
 
     /// `set_next_entity()` (v4.19 L4052).
-    fn set_next_entity(&mut self, cpu: usize, p: TaskId, now: u64) {
-        if self.se[p].on_rq {
-            self.tree_remove(cpu, p);
-            self.update_load_avg(cpu, Some(p), now);
+    fn set_next_entity(&mut self, q: usize, cpu: usize, e: Ent, now: u64) {
+        if self.ent(e).on_rq {
+            self.tree_remove(q, cpu, e);
+            self.update_load_avg_se(q, cpu, Some(e), now);
         }
-        self.rq[cpu].cfs.curr = Some(p);
-        let se = &mut self.se[p];
+        self.cfs_mut(q, cpu).curr = Some(e);
+        let se = self.ent_mut(e);
         se.exec_start_ns = now;
         se.prev_sum_exec_runtime_ns = se.sum_exec_runtime_ns;
     }
 
     /// `put_prev_entity()` (v4.19 L4134).
-    fn put_prev_entity(&mut self, cpu: usize, p: TaskId, now: u64) {
-        if self.se[p].on_rq {
-            self.update_curr(cpu, now);
-            self.tree_insert(cpu, p);
-            self.update_load_avg(cpu, Some(p), now);
+    fn put_prev_entity(&mut self, q: usize, cpu: usize, e: Ent, now: u64) {
+        if self.ent(e).on_rq {
+            self.update_curr(q, cpu, now);
+            self.tree_insert(q, cpu, e);
+            self.update_load_avg_se(q, cpu, Some(e), now);
         }
-        self.rq[cpu].cfs.curr = None;
+        self.cfs_mut(q, cpu).curr = None;
     }
 
-    /// `check_preempt_tick()` (v4.19 L4012).
-    fn check_preempt_tick(&mut self, cpu: usize, curr: TaskId) -> bool {
+    /// `put_prev_task_fair()`: every level of the task's chain.
+    fn put_prev_task_fair(&mut self, cpu: usize, p: TaskId, now: u64) {
+        for e in self.chain(Ent::Task(p), cpu) {
+            let q = self.q_of(e);
+            if self.cfs(q, cpu).curr == Some(e) {
+                self.put_prev_entity(q, cpu, e, now);
+            }
+        }
+    }
+
+    /// `check_preempt_tick()` (v4.19 L4012) on group `q`'s cfs_rq.
+    fn check_preempt_tick(&mut self, q: usize, cpu: usize, curr: Ent) -> bool {
         let ideal = self.sched_slice(cpu, curr);
-        let se = &self.se[curr];
+        let se = self.ent(curr);
         let ran = se.sum_exec_runtime_ns - se.prev_sum_exec_runtime_ns;
         if ran > ideal {
-            self.clear_buddies(cpu, curr);
+            self.clear_buddies(q, cpu, curr);
             return true;
         }
         if ran < self.sysctl.min_granularity_ns {
             return false;
         }
-        let Some(&(left_v, _, _)) = self.rq[cpu].cfs.timeline.first() else { return false };
-        let delta = self.se[curr].vruntime as i64 - left_v as i64;
+        let Some(&(left_v, _, _)) = self.cfs(q, cpu).timeline.first() else { return false };
+        let delta = self.ent(curr).vruntime as i64 - left_v as i64;
         delta > 0 && delta as u64 > ideal
     }
 
@@ -546,7 +766,7 @@ impl Cfs {
 
     /// `idle_cpu()`: nothing running or queued, and not already woken.
     pub fn idle_cpu(&self, sys: &System, cpu: usize) -> bool {
-        sys.cpu_idle(cpu) && self.rq[cpu].cfs.nr_running == 0
+        sys.cpu_idle(cpu) && self.rq[cpu].cfs.h_nr_running == 0
     }
 
     // ------------------------------------------------------------ STEAL bookkeeping
@@ -571,7 +791,7 @@ impl Cfs {
     /// line other CPUs write too; the seed counts it in `%find`. Charged to the CPU
     /// doing the enqueue or dequeue.
     pub fn charge_overload_update(&self, sys: &mut System, cpu: usize, was_overloaded: bool) {
-        if self.steal_enabled && was_overloaded != (self.rq[cpu].cfs.nr_running >= 2) {
+        if self.steal_enabled && was_overloaded != (self.rq[cpu].cfs.h_nr_running >= 2) {
             let this = sys.this_cpu();
             sys.charge_search(this, 0, 1, 0);
         }
@@ -582,12 +802,12 @@ impl Cfs {
     /// on `dst` that `attach_task()` does.
     pub fn move_task(&mut self, sys: &mut System, p: TaskId, src: usize, dst: usize, this_cpu: usize) {
         let now = sys.now_ns;
-        let (src_over, dst_over) = (self.rq[src].cfs.nr_running >= 2, self.rq[dst].cfs.nr_running >= 2);
-        self.dequeue_entity(src, p, false, now);
+        let (src_over, dst_over) = (self.rq[src].cfs.h_nr_running >= 2, self.rq[dst].cfs.h_nr_running >= 2);
+        self.dequeue_task_fair(src, p, false, now);
         self.charge_overload_update(sys, src, src_over);
         self.detach_load(src, p);
         sys.set_task_cpu(p, dst);
-        self.enqueue_entity(dst, p, false, false, now);
+        self.enqueue_task_fair(dst, p, false, false, now);
         self.charge_overload_update(sys, dst, dst_over);
         // attach_task() → check_preempt_curr().
         match sys.curr(dst) {
@@ -600,15 +820,18 @@ impl Cfs {
         }
     }
 
-    /// `check_preempt_wakeup()` (v4.19 L6515), without groups.
+    /// `check_preempt_wakeup()` (v4.19 L6515): compare the running task and the
+    /// wakee at the first level where their chains share a cfs_rq
+    /// (`find_matching_se()`).
     pub fn check_preempt_wakeup(&mut self, sys: &mut System, cpu: usize, curr: TaskId, p: TaskId, fork: bool) -> bool {
         if curr == p {
             return false;
         }
-        let scale = self.rq[cpu].cfs.nr_running as u64 >= self.sysctl.nr_latency;
+        let (mut se, mut pse) = (Ent::Task(curr), Ent::Task(p));
+        let scale = self.cfs(self.task_group[curr], cpu).nr_running as u64 >= self.sysctl.nr_latency;
         let mut next_buddy_marked = false;
         if self.feat.next_buddy && scale && !fork {
-            self.rq[cpu].cfs.next = Some(p);
+            self.set_next_buddy(pse, cpu);
             next_buddy_marked = true;
         }
         // A reschedule is already pending: nothing to decide (and no buddy to set).
@@ -618,14 +841,29 @@ impl Cfs {
         if !self.feat.wakeup_preemption {
             return false;
         }
-        self.update_curr(cpu, sys.now_ns);
-        if self.wakeup_preempt_entity(Some(cpu), curr, p) == 1 {
+        // find_matching_se(): same depth, then up until both share a cfs_rq.
+        let (mut sd, mut pd) = (self.depth(se), self.depth(pse));
+        while sd > pd {
+            se = self.parent_ent(se, cpu).expect("deeper entity has a parent");
+            sd -= 1;
+        }
+        while pd > sd {
+            pse = self.parent_ent(pse, cpu).expect("deeper entity has a parent");
+            pd -= 1;
+        }
+        while self.q_of(se) != self.q_of(pse) {
+            se = self.parent_ent(se, cpu).expect("chains meet at the root");
+            pse = self.parent_ent(pse, cpu).expect("chains meet at the root");
+        }
+        let q = self.q_of(se);
+        self.update_curr(q, cpu, sys.now_ns);
+        if self.wakeup_preempt_entity(Some((q, cpu)), se, pse) == 1 {
             // Bias the next pick towards the task that caused the preemption.
             if !next_buddy_marked {
-                self.rq[cpu].cfs.next = Some(p);
+                self.set_next_buddy(pse, cpu);
             }
-            if self.feat.last_buddy && scale && self.se[curr].on_rq {
-                self.rq[cpu].cfs.last = Some(curr);
+            if self.feat.last_buddy && scale && self.ent(se).on_rq && matches!(se, Ent::Task(_)) {
+                self.set_last_buddy(se, cpu);
             }
             return true;
         }
@@ -652,6 +890,14 @@ impl Cfs {
         self.avg_scan_cost_ns = vec![0; nllc];
         self.overload_cpus = vec![schedlab_core::cpuset::CpuSet::new(n); nllc];
         self.steal_enabled = self.feat.steal && topo.node_cpus.len() <= self.steal_node_limit;
+        self.tg = vec![TaskGroup {
+            parent: 0,
+            level: 0,
+            shares: self.res.scale_load(schedlab_core::sched::ROOT_TASK_GROUP_SHARES),
+            load_avg: 0,
+            cfs_rq: Vec::new(),
+            se: Vec::new(),
+        }];
         self.rq = (0..n)
             .map(|cpu| Rq {
                 cfs: CfsRq { min_vruntime: MIN_VRUNTIME_START, ..CfsRq::default() },
@@ -667,6 +913,7 @@ impl Cfs {
                 cpu_capacity: domains::cpu_capacity_orig(topo, cpu, self.version),
                 active_balance_to: None,
                 nohz_kick: false,
+                curr_task: None,
             })
             .collect();
     }
@@ -681,42 +928,32 @@ impl SchedClass for Cfs {
         self.boot(sys);
     }
 
-    /// `sched_fork()` + `task_fork_fair()` (v4.19 L9668): start at the parent's
-    /// vruntime, placed with START_DEBIT, made relative to min_vruntime.
+    /// `sched_fork()` + `task_fork_fair()` (v4.19 L9668): start at the vruntime of
+    /// the running entity of the child's cfs_rq, placed with START_DEBIT, made
+    /// relative to that cfs_rq's min_vruntime.
     fn task_fork(&mut self, sys: &mut System, p: TaskId, parent: Option<TaskId>) {
+        self.sync_groups(sys);
         let now = sys.now_ns;
         let nice = sys.tasks[p].nice;
         let cpu = parent.map_or(sys.tasks[p].cpu, |pp| sys.tasks[pp].cpu);
         let load = LoadWeight::for_nice(nice, self.res);
         // init_entity_runnable_average(): a new task starts with full load.
-        let w = self.res.scale_load_down(load.weight);
+        let w = self.se_weight(load.weight);
         let avg = SchedAvg::new_task(w);
-        let se = Se {
-            load,
-            vruntime: 0,
-            exec_start_ns: now,
-            sum_exec_runtime_ns: 0,
-            prev_sum_exec_runtime_ns: 0,
-            on_rq: false,
-            rq_cpu: cpu,
-            avg,
-            wakee_flips: 0,
-            wakee_flip_decay_ts: 0,
-            last_wakee: None,
-            recent_used_cpu: cpu,
-            mru_key: 0,
-            tree_key: None,
-        };
+        let se = Se { load, exec_start_ns: now, rq_cpu: cpu, avg, recent_used_cpu: cpu, ..Se::blank() };
         if p >= self.se.len() {
             self.se.resize(p + 1, se.clone());
+            self.task_group.resize(p + 1, 0);
         }
         self.se[p] = se;
-        self.update_curr(cpu, now);
-        if let Some(curr) = self.rq[cpu].cfs.curr {
-            self.se[p].vruntime = self.se[curr].vruntime;
+        let q = sys.tasks[p].group;
+        self.task_group[p] = q;
+        self.update_curr(q, cpu, now);
+        if let Some(curr) = self.cfs(q, cpu).curr {
+            self.se[p].vruntime = self.ent(curr).vruntime;
         }
-        self.place_entity(cpu, p, true);
-        let min = self.rq[cpu].cfs.min_vruntime;
+        self.place_entity(q, cpu, Ent::Task(p), true);
+        let min = self.cfs(q, cpu).min_vruntime;
         self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
         // Not attached anywhere yet: wake_up_new_task() attaches it where it lands.
         self.se[p].rq_cpu = usize::MAX;
@@ -728,23 +965,25 @@ impl SchedClass for Cfs {
 
     fn enqueue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: EnqueueReason) {
         let now = sys.now_ns;
-        let was_overloaded = self.rq[cpu].cfs.nr_running >= 2;
+        let was_overloaded = self.rq[cpu].cfs.h_nr_running >= 2;
         let wakeup = reason == EnqueueReason::Wakeup;
         let from = self.se[p].rq_cpu;
         let migrated = wakeup && from != cpu && from != usize::MAX;
+        let q = self.task_group[p];
         if migrated {
             // migrate_task_rq_fair(): vruntime relative to the old queue, load detached.
-            self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(self.rq[from].cfs.min_vruntime);
+            let min = self.cfs(q, from).min_vruntime;
+            self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
             self.detach_load(from, p);
         }
         if reason == EnqueueReason::New {
             // wake_up_new_task() → post_init_entity_util_avg(): the new task's
             // utilisation is estimated from the runqueue it lands on.
-            let cfs_avg = self.rq[cpu].cfs.avg;
+            let cfs_avg = self.cfs(q, cpu).avg;
             let w = self.se[p].load.weight;
             self.se[p].avg.post_init_util_avg(&cfs_avg, w);
         }
-        self.enqueue_entity(cpu, p, wakeup, migrated, now);
+        self.enqueue_task_fair(cpu, p, wakeup, migrated, now);
         self.charge_overload_update(sys, cpu, was_overloaded);
         if wakeup {
             // ttwu_do_wakeup(): a wakeup onto an idle CPU updates its avg_idle.
@@ -761,8 +1000,8 @@ impl SchedClass for Cfs {
     }
 
     fn dequeue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: DequeueReason) {
-        let was_overloaded = self.rq[cpu].cfs.nr_running >= 2;
-        self.dequeue_entity(cpu, p, reason != DequeueReason::Migrate, sys.now_ns);
+        let was_overloaded = self.rq[cpu].cfs.h_nr_running >= 2;
+        self.dequeue_task_fair(cpu, p, reason != DequeueReason::Migrate, sys.now_ns);
         self.charge_overload_update(sys, cpu, was_overloaded);
         if reason == DequeueReason::Exit {
             self.detach_load(cpu, p);
@@ -776,14 +1015,14 @@ impl SchedClass for Cfs {
     }
 
     /// `pick_next_task_fair()` (v4.19 L6599), with the steal series' idle path:
-    /// `idle_balance()`, then `try_steal()` if it found nothing.
-    fn pick_next_task(&mut self, sys: &mut System, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
+    /// `idle_balance()`, then `try_steal()` if it found nothing. The previous
+    /// task's chain is put back level by level; the pick descends from the root
+    /// through group entities to a task.
+    fn pick_next_task(&mut self, sys: &mut System, cpu: usize, _prev: Option<TaskId>) -> Option<TaskId> {
         let now = sys.now_ns;
-        if let Some(prev) = prev {
-            self.put_prev_entity(cpu, prev, now);
-        } else {
-            // The previous task blocked or exited: it is already dequeued.
-            self.rq[cpu].cfs.curr = None;
+        if let Some(prev) = self.rq[cpu].curr_task.take() {
+            // A blocked or exited task is already dequeued: its levels just let go.
+            self.put_prev_task_fair(cpu, prev, now);
         }
         if let Some(dst) = self.rq[cpu].active_balance_to.take() {
             self.active_push(sys, cpu, dst);
@@ -793,11 +1032,20 @@ impl SchedClass for Cfs {
             self.nohz_idle_balance(sys, cpu);
         }
         loop {
-            if self.rq[cpu].cfs.nr_running > 0 {
-                let p = self.pick_next_entity(cpu).expect("nr_running > 0 means a queued task");
-                self.set_next_entity(cpu, p, now);
-                self.mru_touch(cpu, p);
-                return Some(p);
+            if self.rq[cpu].cfs.h_nr_running > 0 {
+                let mut q = 0;
+                loop {
+                    let e = self.pick_next_entity(q, cpu).expect("a cfs_rq with tasks below has an entity");
+                    self.set_next_entity(q, cpu, e, now);
+                    match e {
+                        Ent::Group(g, _) => q = g,
+                        Ent::Task(p) => {
+                            self.mru_touch(cpu, p);
+                            self.rq[cpu].curr_task = Some(p);
+                            return Some(p);
+                        }
+                    }
+                }
             }
             // The steal series sets idle_stamp here so the search counts as idle time.
             self.rq[cpu].idle_stamp_ns = Some(now);
@@ -817,17 +1065,26 @@ impl SchedClass for Cfs {
         }
     }
 
+    /// `task_tick_fair()` (v4.19 L9647): `entity_tick()` at every level of the
+    /// running task's chain.
     fn task_tick(&mut self, sys: &mut System, cpu: usize, curr: TaskId) -> bool {
         let now = sys.now_ns;
-        self.update_curr(cpu, now);
-        self.update_load_avg(cpu, Some(curr), now);
-        // scheduler_tick() → cpu_load_update_active().
-        let load = self.weighted_cpuload(cpu);
-        self.cpu_load_update(cpu, now, load);
-        if self.rq[cpu].cfs.nr_running > 1 {
-            return self.check_preempt_tick(cpu, curr);
+        let mut resched = false;
+        for e in self.chain(Ent::Task(curr), cpu) {
+            let q = self.q_of(e);
+            self.update_curr(q, cpu, now);
+            self.update_load_avg_se(q, cpu, Some(e), now);
+            self.update_cfs_group(e, now);
+            if e == Ent::Task(curr) {
+                // scheduler_tick() → cpu_load_update_active().
+                let load = self.weighted_cpuload(cpu);
+                self.cpu_load_update(cpu, now, load);
+            }
+            if self.cfs(q, cpu).nr_running > 1 && self.check_preempt_tick(q, cpu, e) {
+                resched = true;
+            }
         }
-        false
+        resched
     }
 
     fn trigger_load_balance(&mut self, sys: &mut System, cpu: usize) {
@@ -836,42 +1093,83 @@ impl SchedClass for Cfs {
 
     /// `yield_task_fair()` (v4.19 L6750): mark as skip buddy.
     fn yield_task(&mut self, sys: &mut System, cpu: usize, curr: TaskId) {
-        if self.rq[cpu].cfs.nr_running <= 1 {
+        if self.rq[cpu].cfs.h_nr_running <= 1 {
             return;
         }
-        self.clear_buddies(cpu, curr);
-        self.update_curr(cpu, sys.now_ns);
-        self.rq[cpu].cfs.skip = Some(curr);
+        let q = self.task_group[curr];
+        self.clear_buddies(q, cpu, Ent::Task(curr));
+        self.update_curr(q, cpu, sys.now_ns);
+        self.set_skip_buddy(Ent::Task(curr), cpu);
     }
 
+    /// `set_user_nice()` → `reweight_task()`: the task's new weight, in and out of
+    /// its cfs_rq's sums.
     fn reweight_task(&mut self, sys: &mut System, p: TaskId, _old_weight: u32) {
         let cpu = sys.tasks[p].cpu;
+        let q = self.task_group[p];
         let on_rq = self.se[p].on_rq;
         let now = sys.now_ns;
-        let is_curr = self.rq[cpu].cfs.curr == Some(p);
+        let is_curr = self.cfs(q, cpu).curr == Some(Ent::Task(p));
         if on_rq {
-            self.update_curr(cpu, now);
+            self.update_curr(q, cpu, now);
             if !is_curr {
-                self.tree_remove(cpu, p);
+                self.tree_remove(q, cpu, Ent::Task(p));
             }
-            let cfs = &mut self.rq[cpu].cfs;
-            cfs.load.sub(self.se[p].load.weight);
-            cfs.runnable_weight = cfs.runnable_weight.saturating_sub(self.se[p].load.weight);
+            let w = self.se[p].load.weight;
+            let cfs = self.cfs_mut(q, cpu);
+            cfs.load.sub(w);
+            cfs.runnable_weight = cfs.runnable_weight.saturating_sub(w);
         }
         self.se[p].load = LoadWeight::for_nice(sys.tasks[p].nice, self.res);
         if on_rq {
             let w = self.se[p].load.weight;
-            let cfs = &mut self.rq[cpu].cfs;
+            let cfs = self.cfs_mut(q, cpu);
             cfs.load.add(w);
             cfs.runnable_weight += w;
             if !is_curr {
-                self.tree_insert(cpu, p);
+                self.tree_insert(q, cpu, Ent::Task(p));
             }
         }
     }
 
+    /// `sched_move_task()` → `task_change_group_fair()` (v4.19 L10057): out of the
+    /// old group's hierarchy (load detached, vruntime made relative), into the new
+    /// one's, keeping the task running if it was.
+    fn task_change_group(&mut self, sys: &mut System, p: TaskId, _old: usize) {
+        self.sync_groups(sys);
+        let now = sys.now_ns;
+        let cpu = sys.tasks[p].cpu;
+        let queued = self.se[p].on_rq;
+        let running = self.rq[cpu].curr_task == Some(p);
+        if queued {
+            self.dequeue_task_fair(cpu, p, false, now);
+        }
+        if running {
+            self.put_prev_task_fair(cpu, p, now);
+        }
+        if self.se[p].rq_cpu == cpu {
+            self.detach_load(cpu, p);
+            self.se[p].rq_cpu = usize::MAX;
+        }
+        self.task_group[p] = sys.tasks[p].group;
+        if queued {
+            self.enqueue_task_fair(cpu, p, false, false, now);
+        }
+        if running {
+            // set_curr_task_fair(): the new chain's levels run it.
+            for e in self.chain(Ent::Task(p), cpu).into_iter().rev() {
+                let q = self.q_of(e);
+                self.set_next_entity(q, cpu, e, now);
+            }
+        }
+    }
+
+    fn group_shares_changed(&mut self, sys: &mut System, g: usize) {
+        self.set_group_shares(sys, g);
+    }
+
     fn nr_running(&self, cpu: usize) -> usize {
-        self.rq[cpu].cfs.nr_running
+        self.rq[cpu].cfs.h_nr_running
     }
 
     fn nr_running_total(&self) -> usize {
@@ -896,23 +1194,9 @@ mod tests {
     }
 
     fn add_task(c: &mut Cfs, nice: i32) -> TaskId {
-        let se = Se {
-            load: LoadWeight::for_nice(nice, c.res),
-            vruntime: 0,
-            exec_start_ns: 0,
-            sum_exec_runtime_ns: 0,
-            prev_sum_exec_runtime_ns: 0,
-            on_rq: false,
-            rq_cpu: usize::MAX,
-            avg: SchedAvg::default(),
-            wakee_flips: 0,
-            wakee_flip_decay_ts: 0,
-            last_wakee: None,
-            recent_used_cpu: 0,
-            mru_key: 0,
-            tree_key: None,
-        };
+        let se = Se { load: LoadWeight::for_nice(nice, c.res), ..Se::blank() };
         c.se.push(se);
+        c.task_group.push(0);
         c.se.len() - 1
     }
 
@@ -930,13 +1214,13 @@ mod tests {
         let mut c = cfs_on("x6-2-20", None, &[]);
         let a = add_task(&mut c, 0);
         let b = add_task(&mut c, 0);
-        c.enqueue_entity(0, a, false, false, 0);
-        c.enqueue_entity(0, b, false, false, 0);
+        c.enqueue_task_fair(0, a, false, false, 0);
+        c.enqueue_task_fair(0, b, false, false, 0);
         // 24 ms × 1024/2048 through __calc_delta's inverse: a hair under 12 ms.
-        assert_eq!(c.sched_slice(0, a), 11_999_994);
+        assert_eq!(c.sched_slice(0, Ent::Task(a)), 11_999_994);
         // A waking nice-5 task against two nice-0 ones: 335/2383 of the 24 ms period.
         let d = add_task(&mut c, 5);
-        let s = c.sched_slice(0, d);
+        let s = c.sched_slice(0, Ent::Task(d));
         let exact = 24_000_000u64 * 335 / (2048 + 335);
         assert!(s.abs_diff(exact) < 1000, "{s} vs {exact}");
     }
@@ -948,15 +1232,19 @@ mod tests {
         let woken = add_task(&mut c, 0);
         c.se[woken].vruntime = 1_000_000_000;
         c.se[curr].vruntime = 1_000_000_000 + 15_000_000;
-        assert_eq!(c.wakeup_preempt_entity(None, curr, woken), 0, "exactly the granularity ahead: no preemption");
+        assert_eq!(
+            c.wakeup_preempt_entity(None, Ent::Task(curr), Ent::Task(woken)),
+            0,
+            "exactly the granularity ahead: no preemption"
+        );
         c.se[curr].vruntime += 1;
-        assert_eq!(c.wakeup_preempt_entity(None, curr, woken), 1);
+        assert_eq!(c.wakeup_preempt_entity(None, Ent::Task(curr), Ent::Task(woken)), 1);
         c.se[curr].vruntime = 999_000_000;
-        assert_eq!(c.wakeup_preempt_entity(None, curr, woken), -1);
+        assert_eq!(c.wakeup_preempt_entity(None, Ent::Task(curr), Ent::Task(woken)), -1);
         // A nice-19 wakee needs 1024/15 × the granularity in its virtual time.
         let light = add_task(&mut c, 19);
-        assert_eq!(c.wakeup_gran(None, light), calc_delta_fair(15_000_000, &mut c.se[light].load.clone(), c.res));
-        assert!(c.wakeup_gran(None, light) > 1_000_000_000);
+        assert_eq!(c.wakeup_gran(None, Ent::Task(light)), calc_delta_fair(15_000_000, &mut c.se[light].load.clone(), c.res));
+        assert!(c.wakeup_gran(None, Ent::Task(light)) > 1_000_000_000);
     }
 
     #[test]
@@ -970,12 +1258,12 @@ mod tests {
                 let p = add_task(c, 0);
                 c.rq[0].cfs.nr_running = nr_running;
                 // A nice-0 wakee: virtual time equals real time.
-                assert_eq!(c.wakeup_gran(None, p), 4_000_000, "buddy picks never scale");
+                assert_eq!(c.wakeup_gran(None, Ent::Task(p)), 4_000_000, "buddy picks never scale");
             }
             let p = add_task(&mut on, 0);
-            assert_eq!(on.wakeup_gran(Some(0), p), 4_000_000 * factor, "nr_running {nr_running}");
+            assert_eq!(on.wakeup_gran(Some((0, 0)), Ent::Task(p)), 4_000_000 * factor, "nr_running {nr_running}");
             let p = add_task(&mut off, 0);
-            assert_eq!(off.wakeup_gran(Some(0), p), 4_000_000, "feature off, nr_running {nr_running}");
+            assert_eq!(off.wakeup_gran(Some((0, 0)), Ent::Task(p)), 4_000_000, "feature off, nr_running {nr_running}");
         }
     }
 
@@ -985,14 +1273,14 @@ mod tests {
         let p = add_task(&mut c, 0);
         let min = c.rq[0].cfs.min_vruntime;
         c.se[p].vruntime = 0;
-        c.place_entity(0, p, false);
+        c.place_entity(0, 0, Ent::Task(p), false);
         assert_eq!(c.se[p].vruntime, min - 12_000_000);
         c.se[p].vruntime = min + 5;
-        c.place_entity(0, p, false);
+        c.place_entity(0, 0, Ent::Task(p), false);
         assert_eq!(c.se[p].vruntime, min + 5, "a task ahead keeps its vruntime");
         let mut no = cfs_on("x6-2-20", Some("NO_GENTLE_FAIR_SLEEPERS"), &[]);
         let q = add_task(&mut no, 0);
-        no.place_entity(0, q, false);
+        no.place_entity(0, 0, Ent::Task(q), false);
         assert_eq!(no.se[q].vruntime, no.rq[0].cfs.min_vruntime - 24_000_000);
     }
 
@@ -1000,9 +1288,9 @@ mod tests {
     fn fork_starts_one_vslice_right_with_start_debit() {
         let mut c = cfs_on("x6-2-20", None, &[]);
         let a = add_task(&mut c, 0);
-        c.enqueue_entity(0, a, false, false, 0);
+        c.enqueue_task_fair(0, a, false, false, 0);
         let p = add_task(&mut c, 0);
-        c.place_entity(0, p, true);
+        c.place_entity(0, 0, Ent::Task(p), true);
         // Two tasks counting the newcomer: vslice = 12 ms (less __calc_delta rounding).
         assert_eq!(c.se[p].vruntime - c.rq[0].cfs.min_vruntime, 11_999_994);
     }
@@ -1014,20 +1302,20 @@ mod tests {
         let a = add_task(&mut c, 0);
         let b = add_task(&mut c, 0);
         let d = add_task(&mut c, 0);
-        c.enqueue_entity(3, a, false, false, 0);
+        c.enqueue_task_fair(3, a, false, false, 0);
         assert!(!c.overload_cpus[0].contains(3));
-        c.enqueue_entity(3, b, false, false, 0);
+        c.enqueue_task_fair(3, b, false, false, 0);
         assert!(c.overload_cpus[0].contains(3), "1 → 2 sets the bit");
-        c.enqueue_entity(3, d, false, false, 0);
-        c.dequeue_entity(3, d, true, 0);
+        c.enqueue_task_fair(3, d, false, false, 0);
+        c.dequeue_task_fair(3, d, true, 0);
         assert!(c.overload_cpus[0].contains(3), "3 → 2 keeps it");
-        c.dequeue_entity(3, b, true, 0);
+        c.dequeue_task_fair(3, b, true, 0);
         assert!(!c.overload_cpus[0].contains(3), "2 → 1 clears it");
         // Without the feature the mask stays empty.
         let mut off = cfs_on("x6-2-20", None, &[]);
         let (a, b) = (add_task(&mut off, 0), add_task(&mut off, 0));
-        off.enqueue_entity(1, a, false, false, 0);
-        off.enqueue_entity(1, b, false, false, 0);
+        off.enqueue_task_fair(1, a, false, false, 0);
+        off.enqueue_task_fair(1, b, false, false, 0);
         assert!(off.overload_cpus[0].is_empty());
     }
 

@@ -10,6 +10,7 @@ pub mod balance5;
 pub mod domains;
 pub mod fair;
 pub mod features;
+pub mod group;
 pub mod pelt;
 pub mod select;
 pub mod sysctl;

@@ -50,7 +50,7 @@ impl Cfs {
         if self.available_idle_cpu(sys, this_cpu) && self.cpus_share_cache(this_cpu, prev_cpu) {
             return Some(if self.available_idle_cpu(sys, prev_cpu) { prev_cpu } else { this_cpu });
         }
-        if sync && self.rq[this_cpu].cfs.nr_running == 1 {
+        if sync && self.rq[this_cpu].cfs.h_nr_running == 1 {
             return Some(this_cpu);
         }
         if self.version == KernelVersion::V5_15 && self.available_idle_cpu(sys, prev_cpu) {
@@ -73,35 +73,38 @@ impl Cfs {
 
     /// `wake_affine_weight()` (v4.19 L5619): pull to the waker if its CPU would
     /// still be less loaded than the previous one, with half the imbalance_pct bias.
+    #[allow(clippy::too_many_arguments)]
     fn wake_affine_weight(
-        &self,
+        &mut self,
         sd_idx: usize,
         p: TaskId,
         waker: Option<TaskId>,
         this_cpu: usize,
         prev_cpu: usize,
         sync: bool,
+        jiffies: u64,
     ) -> Option<usize> {
         let sd = &self.doms[this_cpu].domains[sd_idx];
-        let mut this_eff = self.wake_load(this_cpu, sd.wake_idx, true) as i128;
+        let (wake_idx, imbalance_pct) = (sd.wake_idx, sd.imbalance_pct);
+        let mut this_eff = self.wake_load(this_cpu, wake_idx, true) as i128;
         if sync {
             if let Some(w) = waker {
-                let current_load = self.se[w].avg.load_avg as i128;
+                let current_load = self.task_h_load(w, jiffies) as i128;
                 if current_load > this_eff {
                     return Some(this_cpu);
                 }
                 this_eff -= current_load;
             }
         }
-        let task_load = self.se[p].avg.load_avg as i128;
+        let task_load = self.task_h_load(p, jiffies) as i128;
         this_eff += task_load;
         if self.feat.wa_bias {
             this_eff *= 100;
         }
         this_eff *= self.rq[prev_cpu].cpu_capacity as i128;
-        let mut prev_eff = self.wake_load(prev_cpu, sd.wake_idx, false) as i128 - task_load;
+        let mut prev_eff = self.wake_load(prev_cpu, wake_idx, false) as i128 - task_load;
         if self.feat.wa_bias {
-            prev_eff *= 100 + (sd.imbalance_pct as i128 - 100) / 2;
+            prev_eff *= 100 + (imbalance_pct as i128 - 100) / 2;
         }
         prev_eff *= self.rq[this_cpu].cpu_capacity as i128;
         if sync {
@@ -113,7 +116,7 @@ impl Cfs {
     /// `wake_affine()` (v4.19 L5655).
     #[allow(clippy::too_many_arguments)]
     fn wake_affine(
-        &self,
+        &mut self,
         sys: &System,
         sd_idx: usize,
         p: TaskId,
@@ -127,7 +130,8 @@ impl Cfs {
             target = self.wake_affine_idle(sys, this_cpu, prev_cpu, sync);
         }
         if self.feat.wa_weight && target.is_none() {
-            target = self.wake_affine_weight(sd_idx, p, waker, this_cpu, prev_cpu, sync);
+            let jiffies = self.jiffies(sys.now_ns);
+            target = self.wake_affine_weight(sd_idx, p, waker, this_cpu, prev_cpu, sync, jiffies);
         }
         target.unwrap_or(prev_cpu)
     }
