@@ -1,6 +1,7 @@
 //! schedlab-workloads: the benchmarks kernel developers run, as lazily generated
 //! task programs.
 
+pub mod groupmix;
 pub mod hackbench;
 pub mod params;
 pub mod pft;
@@ -10,6 +11,7 @@ use schedlab_core::error::SpecError;
 use schedlab_core::program::Program;
 use schedlab_core::RunResult;
 
+pub use groupmix::GroupMix;
 pub use hackbench::Hackbench;
 pub use pft::Pft;
 pub use pipe::PipeBench;
@@ -19,6 +21,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "hackbench groups=G loops=L ipc=socket|pipe mode=process|thread [fds=20] [datasize=100]"),
     ("pipe", "pipe loops=L mode=process|thread (perf bench sched pipe)"),
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
+    (
+        "groupmix",
+        "groupmix tasks=50 shares=2 [busy_ms=100] [sleep_ms=100] [spread_pct=50] [warmup_ms=2000] [window_ms=10000] (low-weight cgroup mix)",
+    ),
 ];
 
 /// A parsed workload spec.
@@ -27,6 +33,7 @@ pub enum Workload {
     Hackbench(Hackbench),
     Pipe(PipeBench),
     Pft(Pft),
+    GroupMix(GroupMix),
 }
 
 impl Workload {
@@ -49,6 +56,11 @@ impl Workload {
                 p.finish("threads, mb, fault_ns, fault_bytes, chunk_pages")?;
                 Ok(Workload::Pft(b))
             }
+            "groupmix" => {
+                let m = GroupMix::from_params(&mut p)?;
+                p.finish("tasks, shares, busy_ms, sleep_ms, spread_pct, warmup_ms, window_ms")?;
+                Ok(Workload::GroupMix(m))
+            }
             _ => {
                 let known: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
                 Err(SpecError::new("workload", name, format!("one of: {}", known.join(", "))))
@@ -62,6 +74,7 @@ impl Workload {
             Workload::Hackbench(_) => "hackbench",
             Workload::Pipe(_) => "perf",
             Workload::Pft(_) => "pft",
+            Workload::GroupMix(_) => "groupmix",
         }
     }
 
@@ -70,6 +83,7 @@ impl Workload {
             Workload::Hackbench(h) => h.main_program(),
             Workload::Pipe(b) => b.main_program(),
             Workload::Pft(b) => b.main_program(),
+            Workload::GroupMix(m) => m.main_program(),
         }
     }
 
@@ -79,6 +93,7 @@ impl Workload {
             Workload::Hackbench(h) => h.banner(),
             Workload::Pipe(b) => b.banner(),
             Workload::Pft(b) => b.banner(),
+            Workload::GroupMix(m) => m.banner(),
         }
     }
 
@@ -88,6 +103,7 @@ impl Workload {
             Workload::Hackbench(_) => Hackbench::time_line(res),
             Workload::Pipe(b) => b.result_lines(res),
             Workload::Pft(b) => b.result_lines(res),
+            Workload::GroupMix(m) => m.result_lines(res),
         }
     }
 }

@@ -180,3 +180,55 @@ fn numa_fork_seed_direction_at_reduced_scale() {
     let gain = (base - new) / base;
     assert!(gain > 0.20, "30 threads: {base} vs {new}, gain {gain}");
 }
+
+/// On one CPU, each child joins the group its spec names (None: stays in the
+/// root) and computes 50 ms. Returns every child's time spent waiting to run, ms.
+fn group_waits(policy: &str, children: &[Option<(&'static str, u64)>]) -> Vec<f64> {
+    let specs: Vec<Option<(&'static str, u64)>> = children.to_vec();
+    let n = specs.len();
+    let mut forked = 0;
+    let mut reaped = 0;
+    let main = FnProgram::new(move |_step, _last: OpResult, _rng: &mut _| {
+        if forked < n {
+            let spec = specs[forked];
+            forked += 1;
+            let child = FnProgram::new(move |step, _last: OpResult, _rng: &mut _| match (step, spec) {
+                (0, Some((path, shares))) => Op::JoinGroup { path: path.to_string(), shares },
+                (0, None) | (1, Some(_)) => Op::Compute { ns: 50_000_000 },
+                _ => Op::Exit,
+            });
+            return Op::Fork { kind: ForkKind::Process, comm: Some("child".into()), program: Box::new(child) };
+        }
+        if reaped < n {
+            reaped += 1;
+            return Op::WaitChild;
+        }
+        Op::Exit
+    });
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+    let cfg = RunConfig { seed: 2, check: true, ..RunConfig::default() };
+    let r = Engine::new(Topology::parse("1x1x1x1").unwrap(), broadwell(), policy, cfg, "main", Box::new(main)).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    r.tasks.iter().skip(1).map(|t| t.wait_ns as f64 / 1e6).collect()
+}
+
+#[test]
+fn groups_share_the_cpu_by_shares_not_by_task_count() {
+    for policy in ["cfs@4.19", "cfs@5.15"] {
+        // Without groups five CPU-bound tasks share alike: each waits ~200 ms.
+        let flat = group_waits(policy, &[None, None, None, None, None]);
+        assert!(flat.iter().all(|w| (180.0..230.0).contains(w)), "{policy} flat: {flat:?}");
+        // One task in /a against four in /b, equal shares: /a's task gets half the
+        // CPU (done after ~100 ms, so it waited ~50 ms); each of /b's gets an eighth
+        // until then, and they finish at ~250 ms.
+        let a = Some(("/a", 1024));
+        let b = Some(("/b", 1024));
+        let grouped = group_waits(policy, &[a, b, b, b, b]);
+        assert!((35.0..70.0).contains(&grouped[0]), "{policy} /a: {grouped:?}");
+        assert!(grouped[1..].iter().all(|w| (180.0..230.0).contains(w)), "{policy} /b: {grouped:?}");
+        // Shares 2048 against 1024, one task each: 2 : 1 while both run, so /heavy's
+        // task finishes at 75 ms (waited 25) and /light's at 100 ms (waited 50).
+        let shares = group_waits(policy, &[Some(("/heavy", 2048)), Some(("/light", 1024))]);
+        assert!((18.0..32.0).contains(&shares[0]) && (43.0..57.0).contains(&shares[1]), "{policy} shares: {shares:?}");
+    }
+}

@@ -169,13 +169,14 @@ impl Cfs {
         }
         // Sysctls are checked now against a placeholder CPU count; init() re-applies
         // them over the real boot values.
+        let res = if feat.load_resolution { LoadRes::HIGH } else { LoadRes::LOW };
         let mut probe = Sysctls::boot(1);
         probe.apply(sysctls)?;
         Ok(Cfs {
             version,
             feat,
             sysctl: probe,
-            res: LoadRes::HIGH,
+            res,
             se: Vec::new(),
             task_group: Vec::new(),
             tg: Vec::new(),

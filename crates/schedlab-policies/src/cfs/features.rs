@@ -6,8 +6,9 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 15] = [
+const NAMES: [&str; 16] = [
     "STEAL",
+    "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
     "NUMA_FORK_SPREAD",
     "START_DEBIT",
@@ -60,6 +61,10 @@ pub struct Features {
     /// Limit the NUMA imbalance at fork and let it float in the balancer (Gorman 2020,
     /// merged for v5.11, so always on in 5.15).
     pub numa_fork_spread: bool,
+    /// The extra 10 bits of load-weight resolution (Rao 2011, `SCHED_LOAD_RESOLUTION`
+    /// / `scale_load()`): a compile-time constant in the kernel, on for 64-bit
+    /// builds since v3.0; off is a 32-bit kernel or the pre-2011 scale.
+    pub load_resolution: bool,
 }
 
 impl Features {
@@ -87,6 +92,7 @@ impl Features {
             steal: false,
             scale_wakeup_gran: false,
             numa_fork_spread: version == KernelVersion::V5_15,
+            load_resolution: true,
         }
     }
 
@@ -111,6 +117,7 @@ impl Features {
             "STEAL" => &mut self.steal,
             "SCALE_WAKEUP_GRAN" => &mut self.scale_wakeup_gran,
             "NUMA_FORK_SPREAD" => &mut self.numa_fork_spread,
+            "LOAD_RESOLUTION" => &mut self.load_resolution,
             "START_DEBIT" => &mut self.start_debit,
             "GENTLE_FAIR_SLEEPERS" => &mut self.gentle_fair_sleepers,
             "NEXT_BUDDY" => &mut self.next_buddy,
