@@ -14,6 +14,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("steal", include_str!("../../../experiments/steal.toml")),
     ("numa-fork", include_str!("../../../experiments/numa-fork.toml")),
     ("wakeup-gran", include_str!("../../../experiments/wakeup-gran.toml")),
+    ("load-resolution", include_str!("../../../experiments/load-resolution.toml")),
 ];
 
 /// One experiment file.
@@ -35,8 +36,9 @@ pub struct Experiment {
     /// The workload key `--scale` sets for a smaller run (`loops`, or `mb` for pft).
     #[serde(default = "default_scale_key")]
     pub scale_key: String,
-    /// How to print: `schedstat` (the steal seed's per-CPU tables) or `mmtests`
-    /// (compare-kernels' Amean rows with the gain in per cent).
+    /// How to print: `schedstat` (the steal seed's per-CPU tables), `mmtests`
+    /// (compare-kernels' Amean rows with the gain in per cent) or `mpstat` (system
+    /// %idle over the measured window).
     #[serde(default = "default_layout")]
     pub layout: String,
     #[serde(default)]
@@ -69,6 +71,10 @@ pub struct Targets {
     pub base_busy_within_points: Option<f64>,
     pub new_busy_at_least: Option<f64>,
     pub find_at_most_pct: Option<f64>,
+    /// `mpstat` layout: the base leaves at least this much of the machine idle…
+    pub base_idle_at_least: Option<f64>,
+    /// …and the new policy less than this.
+    pub new_idle_below: Option<f64>,
 }
 
 /// One published row.
@@ -125,8 +131,8 @@ pub fn load(name_or_path: &str) -> Result<Experiment, SpecError> {
     if e.rows.is_empty() {
         return Err(SpecError::new("experiment rows", &origin, "at least one [[rows]] entry"));
     }
-    if !["schedstat", "mmtests"].contains(&e.layout.as_str()) {
-        return Err(SpecError::new("experiment layout", &e.layout, "schedstat or mmtests"));
+    if !["schedstat", "mmtests", "mpstat"].contains(&e.layout.as_str()) {
+        return Err(SpecError::new("experiment layout", &e.layout, "schedstat, mmtests or mpstat"));
     }
     if !e.workload.split_whitespace().any(|w| w.starts_with(&format!("{}=", e.scale_key))) {
         return Err(SpecError::new("experiment scale_key", &e.scale_key, format!("a key of the workload '{}'", e.workload)));
@@ -204,6 +210,12 @@ impl Experiment {
         if let Some(m) = t.new_busy_at_least {
             out.push((format!("new %busy ≥ {m}"), r.new.mean.busy_pct >= m));
         }
+        if let Some(m) = t.base_idle_at_least {
+            out.push((format!("base %idle ≥ {m}"), 100.0 - r.base.mean.busy_pct >= m));
+        }
+        if let Some(m) = t.new_idle_below {
+            out.push((format!("new %idle < {m}"), 100.0 - r.new.mean.busy_pct < m));
+        }
         if let Some(m) = t.find_at_most_pct {
             out.push((format!("%find ≤ {m}"), r.base.mean.find_pct <= m && r.new.mean.find_pct <= m));
         }
@@ -215,6 +227,9 @@ impl Experiment {
     pub fn text(&self, c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
         if self.layout == "mmtests" {
             return self.mmtests_text(c, rows);
+        }
+        if self.layout == "mpstat" {
+            return Ok(self.mpstat_text(c, rows));
         }
         Ok(self.schedstat_text(c, rows))
     }
@@ -293,6 +308,32 @@ impl Experiment {
         out.push_str("\nSimulated, as compare-kernels prints it:\n");
         out.push_str(&compare::mmtests(c, rows)?);
         Ok(out)
+    }
+
+    /// mpstat's view: the system's %idle over the window, base and new, published
+    /// beside simulated (mean of the runs, with their spread).
+    fn mpstat_text(&self, c: &Comparison, rows: &[Row]) -> String {
+        let mut out = self.header(c);
+        out.push_str(&format!("\n{:>8} | {:>28} | {:>28}\n", self.vary, "base %idle", "new %idle"));
+        out.push_str(&format!("{:>8} | {:>8} {:>19} | {:>8} {:>19}\n", "", "pub", "sim [min-max]", "pub", "sim [min-max]"));
+        for (p, r) in self.matched(rows) {
+            let idle = |b: Option<f64>| b.map_or("-".to_string(), |b| format!("{:.2}", 100.0 - b));
+            let sim = |s: &compare::Side| {
+                let v: Vec<f64> = s.runs.iter().map(|x| 100.0 - x.busy_pct).collect();
+                let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+                format!("{:.2} [{:.1}-{:.1}]", 100.0 - s.mean.busy_pct, lo, hi)
+            };
+            out.push_str(&format!(
+                "{:>8} | {:>8} {:>19} | {:>8} {:>19}\n",
+                r.vary,
+                idle(p.base.busy_pct),
+                sim(&r.base),
+                idle(p.new.busy_pct),
+                sim(&r.new)
+            ));
+        }
+        out.push_str(&self.targets_text(rows));
+        out
     }
 
     fn schedstat_text(&self, c: &Comparison, rows: &[Row]) -> String {
@@ -393,9 +434,10 @@ impl Experiment {
         self.matched(rows)
             .map(|(p, r)| {
                 let checks = self.check(p, r);
-                let (metric, published, simulated) = match p.pct_speedup {
-                    Some(s) => ("%speedup", s, r.pct_speedup()),
-                    None => ("gain %", p.pct_gain.unwrap_or(0.0), pct_gain(r)),
+                let (metric, published, simulated) = match (p.pct_speedup, self.layout.as_str()) {
+                    (Some(s), _) => ("%speedup", s, r.pct_speedup()),
+                    (None, "mpstat") => ("new %idle", 100.0 - p.new.busy_pct.unwrap_or(100.0), 100.0 - r.new.mean.busy_pct),
+                    (None, _) => ("gain %", p.pct_gain.unwrap_or(0.0), pct_gain(r)),
                 };
                 SummaryLine {
                     experiment: self.name.clone(),

@@ -232,3 +232,30 @@ fn groups_share_the_cpu_by_shares_not_by_task_count() {
         assert!((18.0..32.0).contains(&shares[0]) && (43.0..57.0).contains(&shares[1]), "{policy} shares: {shares:?}");
     }
 }
+
+/// %idle over a 2 s window of the load-resolution seed's mix (50 tasks, a
+/// cpu.shares=2 group) on the 16-CPU 2x1x4x2 machine.
+fn groupmix_idle(policy: &str, seed: u64) -> f64 {
+    let w = Workload::parse("groupmix tasks=50 shares=2 warmup_ms=1000 window_ms=2000").unwrap();
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+    let cfg = RunConfig { seed, check: true, ..RunConfig::default() };
+    let r = Engine::new(Topology::parse("2x1x4x2").unwrap(), broadwell(), policy, cfg, w.main_comm(), w.main_program()).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    100.0 - r.busy_pct()
+}
+
+#[test]
+fn low_weight_group_balance_by_version_and_resolution() {
+    // v5.15 balances the group's tasks by count and idle CPUs: the machine stays
+    // busy with or without the extra resolution.
+    for policy in ["cfs@5.15", "cfs@5.15+NO_LOAD_RESOLUTION"] {
+        let idle = groupmix_idle(policy, 1);
+        assert!(idle < 1.0, "{policy}: {idle}% idle");
+    }
+    // v4.19 with the extra resolution: each CPU's group entity weighs 2048 / 16
+    // scaled, which its PELT load truncates to 0 (se_weight = weight >> 10), so no
+    // CPU shows load, forks stay on the first node and the balancer sees nothing
+    // to move: the other node idles.
+    let idle = groupmix_idle("cfs@4.19", 1);
+    assert!(idle > 30.0, "cfs@4.19: {idle}% idle");
+}

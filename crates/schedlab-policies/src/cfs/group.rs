@@ -270,3 +270,60 @@ impl Cfs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_core::Topology;
+
+    /// A Cfs on the 16-CPU 2x1x4x2 machine with a `shares` group whose every CPU
+    /// runs three nice-0 tasks with settled load averages.
+    fn loaded_group(version: &str, features: Option<&str>, shares: u64) -> Cfs {
+        let mut c = Cfs::new(version, features, &[]).unwrap();
+        c.boot_on(&Topology::parse("2x1x4x2").unwrap(), 4_000_000);
+        let n = c.rq.len();
+        let nice0 = c.res.nice_0_load();
+        let mut cfs_rq = CfsRq { min_vruntime: MIN_VRUNTIME_START, ..CfsRq::default() };
+        cfs_rq.load.add(3 * nice0);
+        cfs_rq.avg.load_avg = 3 * 1024;
+        cfs_rq.tg_load_avg_contrib = 3 * 1024;
+        c.tg.push(TaskGroup {
+            parent: 0,
+            level: 1,
+            shares: c.res.scale_load(shares),
+            load_avg: n as u64 * 3 * 1024,
+            cfs_rq: vec![cfs_rq; n],
+            se: vec![Se { load: LoadWeight::new(nice0), ..Se::blank() }; n],
+        });
+        c
+    }
+
+    #[test]
+    fn a_shares_2_group_on_16_cpus_with_and_without_the_extra_resolution() {
+        // Each CPU carries 1/16 of the group's load: 2 shares / 16 = 1/8 of a unit.
+        // With the extra 10 bits that is 2048 / 16 = 128 (scaled) ...
+        let hi = loaded_group("4.19", None, 2);
+        assert_eq!(hi.calc_group_shares(1, 0), 128);
+        // ... which v4.19's PELT sees as weight 128 >> 10 = 0, v5.7+ as at least 2.
+        assert_eq!(hi.se_weight(128), 0);
+        assert_eq!(loaded_group("5.15", None, 2).se_weight(128), 2);
+        // Without them 2 / 16 rounds to 0 and is clamped to MIN_SHARES = 2: the group
+        // weighs 2 on every CPU, 16 times its shares in all.
+        let lo = loaded_group("4.19", Some("NO_LOAD_RESOLUTION"), 2);
+        assert_eq!(lo.calc_group_shares(1, 0), MIN_SHARES);
+        assert_eq!(lo.se_weight(MIN_SHARES), 2);
+        // A default group (1024 shares) gets 1024/16 = 64 units per CPU either way.
+        assert_eq!(loaded_group("4.19", None, 1024).calc_group_shares(1, 0), 64 << 10);
+        assert_eq!(loaded_group("4.19", Some("NO_LOAD_RESOLUTION"), 1024).calc_group_shares(1, 0), 64);
+    }
+
+    #[test]
+    fn the_local_cpu_counts_its_instantaneous_weight() {
+        // A CPU whose group cfs_rq just got four more tasks than its average shows:
+        // load = max(weight, average) = 7 units against 15 × 3 elsewhere.
+        let mut c = loaded_group("4.19", None, 1024);
+        c.tg[1].cfs_rq[0].load.add(4 * c.res.nice_0_load());
+        let shares = c.calc_group_shares(1, 0);
+        assert_eq!(shares, (1024u64 << 10) * 7 * 1024 / ((15 * 3 + 7) * 1024));
+    }
+}
