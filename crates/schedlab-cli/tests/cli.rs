@@ -256,9 +256,11 @@ fn reproduce_all_runs_every_experiment_and_ends_with_one_summary() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let summary = &out[out.find("Summary (fraction 0.001").expect("a summary")..];
-    // One line per published row of every experiment: 5 steal, 9 numa-fork, 15 wakeup-gran.
-    let rows = summary.lines().filter(|l| ["steal ", "numa-fork ", "wakeup-gran "].iter().any(|e| l.starts_with(e))).count();
-    assert_eq!(rows, 29, "{summary}");
+    // One line per published row of every experiment: 5 steal, 9 numa-fork, 15
+    // wakeup-gran, 1 load-resolution.
+    let experiments = ["steal ", "numa-fork ", "wakeup-gran ", "load-resolution "];
+    let rows = summary.lines().filter(|l| experiments.iter().any(|e| l.starts_with(e))).count();
+    assert_eq!(rows, 30, "{summary}");
     assert!(summary.contains("rows with a target are within it."), "{summary}");
     assert!(out.contains("All experiments took"));
     let bad = schedlab(&["reproduce", "all", "--fraction", "1.5"]);
