@@ -71,6 +71,9 @@ pub enum Command {
         /// (its scale key times the fraction, at least 1).
         #[arg(long, default_value_t = 1.0)]
         fraction: f64,
+        /// Draw published vs simulated per row into this .svg or .png file.
+        #[arg(long)]
+        plot: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -136,6 +139,9 @@ pub struct RunArgs {
     /// Write the timeline as Linux ftrace text to this file.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Draw per-CPU utilisation over time into this .svg or .png file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
@@ -170,6 +176,9 @@ pub struct CompareArgs {
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub format: CompareFormat,
+    /// Draw base vs new per row (mean ± stddev) into this .svg or .png file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
 }
 
 /// A fully validated run.
@@ -240,7 +249,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Bench { quick, one: None, .. } => crate::bench::run(quick),
         Command::Bench { quick, one: Some(i), policy } => crate::bench::run_one(i, &policy, quick),
         Command::Compare(a) => compare(&a),
-        Command::Reproduce { name, list, runs, scale, rows, format, fraction } => {
+        Command::Reproduce { name, list, runs, scale, rows, format, fraction, plot } => {
             let Some(name) = name.filter(|_| !list) else { return crate::reproduce::list() };
             if !(fraction > 0.0 && fraction <= 1.0) {
                 return Err(SpecError::new("fraction", fraction.to_string(), "a number in (0, 1]").into());
@@ -254,7 +263,8 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             if name == "all" {
                 return crate::reproduce::run_all(runs, fraction);
             }
-            crate::reproduce::run(&name, runs, scale, rows, format == Format::Json)
+            let plot = plot.map(|p| crate::plotfile::PlotFile::new(&p)).transpose()?;
+            crate::reproduce::run(&name, runs, scale, rows, format == Format::Json, plot.as_ref())
         }
     }
 }
@@ -276,7 +286,11 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
         first_seed: a.seed,
     };
     c.validate()?;
+    let plot = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
     let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+    if let Some(p) = plot {
+        p.write(&crate::plotfile::comparison_bars(&c, &rows))?;
+    }
     let out = match a.format {
         CompareFormat::Text => crate::compare::text(&c, &rows),
         CompareFormat::Json => crate::compare::json(&c, &rows) + "\n",
@@ -289,7 +303,11 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
 }
 
 fn run(a: &RunArgs) -> Result<(), Failure> {
-    let spec = RunSpec::from_args(a)?;
+    let mut spec = RunSpec::from_args(a)?;
+    let plot = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
+    if plot.is_some() {
+        spec.cfg.util_bucket_ns = Some(crate::plotfile::RUN_BUCKET_NS);
+    }
     let mut engine = spec.engine();
     let trace = match &a.trace {
         Some(path) => Some(crate::tracefile::TraceFile::create(path, spec.topo.ncpus())?),
@@ -305,6 +323,10 @@ fn run(a: &RunArgs) -> Result<(), Failure> {
     check_result(&result, spec.cfg.check)?;
     if let Some(t) = trace {
         t.finish().map_err(Failure::Run)?;
+    }
+    if let Some(p) = plot {
+        let title = format!("{} on {}: {}, seed {}", spec.policy, spec.topo.name, a.workload, a.seed);
+        p.write(&crate::plotfile::run_heat_map(&title, &result))?;
     }
     match a.format {
         Format::Text => print!("{}", crate::report::text(&spec, &result, wall)),

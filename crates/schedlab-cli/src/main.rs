@@ -7,6 +7,7 @@ mod calibrate;
 mod cli;
 mod compare;
 mod machines;
+mod plotfile;
 mod report;
 mod reproduce;
 mod tracefile;

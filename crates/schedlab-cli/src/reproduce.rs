@@ -508,11 +508,21 @@ pub fn list() -> Result<(), Failure> {
 }
 
 /// `schedlab reproduce NAME`.
-pub fn run(name: &str, runs: Option<u64>, loops: Option<u64>, only: Option<Vec<String>>, json: bool) -> Result<(), Failure> {
+pub fn run(
+    name: &str,
+    runs: Option<u64>,
+    loops: Option<u64>,
+    only: Option<Vec<String>>,
+    json: bool,
+    plot: Option<&crate::plotfile::PlotFile>,
+) -> Result<(), Failure> {
     let e = load(name)?;
     let c = e.comparison(runs, loops, only.as_deref())?;
     c.validate()?;
     let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+    if let Some(p) = plot {
+        p.write(&crate::plotfile::reproduction_bars(&e, &c, &rows))?;
+    }
     if json {
         println!("{}", compare::json(&c, &rows));
     } else {

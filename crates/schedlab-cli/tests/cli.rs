@@ -267,3 +267,42 @@ fn reproduce_all_runs_every_experiment_and_ends_with_one_summary() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("fraction"), "{}", stderr(&bad));
 }
+
+#[test]
+fn plots_are_written_as_svg_or_png_and_bad_names_refused() {
+    let svg = tmp("util.svg");
+    let o = schedlab(&["run", "--workload", "hackbench groups=1 loops=50", "--plot", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.contains(">cpu19<"), "a row per CPU of x6-2-20");
+    let png = tmp("numa.png");
+    let o =
+        schedlab(&["reproduce", "numa-fork", "--runs", "1", "--scale", "500", "--rows", "1,30", "--plot", png.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    let cmp = tmp("cmp.svg");
+    let o = schedlab(&[
+        "compare",
+        "--base",
+        "cfs@4.19",
+        "--new",
+        "cfs@4.19+STEAL",
+        "--workload",
+        "hackbench loops=50",
+        "--vary",
+        "groups=1,2",
+        "--runs",
+        "2",
+        "--plot",
+        cmp.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&cmp).unwrap().contains("cfs@4.19+STEAL"));
+    for bad in ["util.pdf", "no-such-dir/util.svg"] {
+        let path = tmp(bad);
+        let o = schedlab(&["run", "--workload", "hackbench groups=1 loops=5", "--plot", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stderr(&o).contains("plot"), "{}", stderr(&o));
+        assert!(!path.exists());
+    }
+}

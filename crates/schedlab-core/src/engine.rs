@@ -34,6 +34,9 @@ pub const MARK_START: u32 = 0;
 /// Mark label a workload records when its timed part ends.
 pub const MARK_END: u32 = 1;
 
+/// The most utilisation buckets a run keeps per CPU.
+pub const MAX_UTIL_BUCKETS: usize = 2048;
+
 /// First pid handed out; the workload's main task gets it.
 const FIRST_PID: u32 = 1000;
 
@@ -51,11 +54,22 @@ pub struct RunConfig {
     /// arbitrary moment between two timer ticks; None draws that phase from the seed,
     /// which is what makes runs with different seeds differ.
     pub tick_phase_ns: Option<u64>,
+    /// Record each CPU's busy time in buckets of at least this many ns (for a
+    /// utilisation heat map); the width doubles whenever a run outgrows
+    /// `MAX_UTIL_BUCKETS`. None records nothing.
+    pub util_bucket_ns: Option<u64>,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { seed: 1, hz: 250, check: cfg!(debug_assertions), max_sim_ns: 3_600_000_000_000, tick_phase_ns: None }
+        RunConfig {
+            seed: 1,
+            hz: 250,
+            check: cfg!(debug_assertions),
+            max_sim_ns: 3_600_000_000_000,
+            tick_phase_ns: None,
+            util_bucket_ns: None,
+        }
     }
 }
 
@@ -164,6 +178,10 @@ pub struct RunResult {
     pub violations: Vec<String>,
     /// The run hit `max_sim_ns` before all tasks exited.
     pub timed_out: bool,
+    /// With `RunConfig::util_bucket_ns`: per CPU, busy ns in each bucket from `start_ns`.
+    pub util_buckets: Vec<Vec<u64>>,
+    /// The final bucket width, ns.
+    pub util_bucket_ns: u64,
 }
 
 impl RunResult {
@@ -225,6 +243,8 @@ pub struct Engine {
     jiffy_buf: Vec<usize>,
     memory: MemoryModel,
     mem_buf: Vec<(usize, u64)>,
+    util_buckets: Vec<Vec<u64>>,
+    util_bucket_ns: u64,
 }
 
 impl Engine {
@@ -267,6 +287,8 @@ impl Engine {
             jiffy_buf: Vec::new(),
             memory,
             mem_buf: Vec::new(),
+            util_buckets: vec![Vec::new(); ncpus],
+            util_bucket_ns: cfg.util_bucket_ns.unwrap_or(0),
             cfg,
         };
         e.policy.init(&mut e.sys);
@@ -654,6 +676,8 @@ impl Engine {
                 c.tick_on = false;
                 self.tick_cpus.clear(cpu);
                 self.sys.stats[cpu].busy_ns += c.idle_start_ns - c.busy_since_ns;
+                let (from, to) = (c.busy_since_ns, c.idle_start_ns);
+                self.record_busy(cpu, from, to);
                 self.sys.set_cpu_state(cpu, CpuState::Idle);
             }
             Some(n) if Some(n) == prev => self.run_next(cpu),
@@ -1197,6 +1221,32 @@ impl Engine {
         }
     }
 
+    /// Adds the busy interval `from..to` of `cpu` to its utilisation buckets.
+    fn record_busy(&mut self, cpu: usize, from: u64, to: u64) {
+        if self.util_bucket_ns == 0 {
+            return;
+        }
+        let (mut t, end) = (from.saturating_sub(self.start_ns), to.saturating_sub(self.start_ns));
+        while end / self.util_bucket_ns >= MAX_UTIL_BUCKETS as u64 {
+            // Twice as wide: merge neighbours on every CPU.
+            for row in &mut self.util_buckets {
+                *row = row.chunks(2).map(|p| p.iter().sum()).collect();
+            }
+            self.util_bucket_ns *= 2;
+        }
+        let b = self.util_bucket_ns;
+        let buckets = &mut self.util_buckets[cpu];
+        while t < end {
+            let i = (t / b) as usize;
+            let next = ((i as u64 + 1) * b).min(end);
+            if buckets.len() <= i {
+                buckets.resize(i + 1, 0);
+            }
+            buckets[i] += next - t;
+            t = next;
+        }
+    }
+
     fn finish(mut self, timed_out: bool) -> RunResult {
         let end = self.sys.now_ns;
         let stats_end = self.snapshot_stats(end);
@@ -1256,6 +1306,8 @@ impl Engine {
             digest: self.digest.value(),
             violations: self.violations,
             timed_out,
+            util_buckets: self.util_buckets,
+            util_bucket_ns: self.util_bucket_ns,
         }
     }
 }

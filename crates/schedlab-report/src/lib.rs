@@ -27,6 +27,7 @@
 mod cfmt;
 mod ministat;
 mod mmtests;
+pub mod plot;
 
 use std::fmt;
 
