@@ -171,6 +171,8 @@ pub struct RunResult {
     pub wasted_ns: u64,
     /// Wakeup-to-run latency over the window.
     pub latency: Histogram<u64>,
+    /// The workload's own distributions (`Op::Record`), by metric, over the window.
+    pub metrics: BTreeMap<u32, Histogram<u64>>,
     pub tasks: Vec<TaskSummary>,
     pub events: u64,
     pub digest: u64,
@@ -229,6 +231,7 @@ pub struct Engine {
     futexes: BTreeMap<u64, (u64, WaitQueue)>,
     marks: Vec<(u32, u64)>,
     latency: Histogram<u64>,
+    metrics: BTreeMap<u32, Histogram<u64>>,
     trace: Option<Box<dyn TraceSink>>,
     violations: Vec<String>,
     events: u64,
@@ -274,6 +277,7 @@ impl Engine {
             futexes: BTreeMap::new(),
             marks: Vec::new(),
             latency: latency_histogram(),
+            metrics: BTreeMap::new(),
             trace: None,
             violations: Vec::new(),
             events: 0,
@@ -770,6 +774,16 @@ impl Engine {
             let op = e.program.as_mut().expect("live task has a program").next(last, &mut e.rng);
             match op {
                 Op::Mark { label } => self.mark(cpu, label),
+                Op::Clock => {
+                    let now = self.sys.now_ns + self.sys.pending_overhead_ns[cpu];
+                    self.exec[p].last = OpResult::Time(now);
+                }
+                Op::Record { metric, value } => {
+                    if self.window_start.is_some() && self.window_end.is_none() {
+                        let h = self.metrics.entry(metric).or_insert_with(latency_histogram);
+                        let _ = h.record(value.max(1));
+                    }
+                }
                 Op::Store { key, value } => {
                     self.futexes.entry(key).or_insert_with(|| (0, WaitQueue::default())).0 = value;
                 }
@@ -1111,7 +1125,9 @@ impl Engine {
                 self.process_requests();
                 Outcome::Continue
             }
-            Op::Compute { .. } | Op::Stream { .. } | Op::Mark { .. } | Op::Store { .. } => Outcome::Continue,
+            Op::Compute { .. } | Op::Stream { .. } | Op::Mark { .. } | Op::Store { .. } | Op::Clock | Op::Record { .. } => {
+                Outcome::Continue
+            }
         };
         self.exec[p].op = keep;
         self.exec[p].last = result;
@@ -1301,6 +1317,7 @@ impl Engine {
             cpu_stats,
             wasted_ns,
             latency: self.latency,
+            metrics: self.metrics,
             tasks,
             events: self.events,
             digest: self.digest.value(),

@@ -64,6 +64,12 @@ pub enum Op {
     SetNice { nice: i32 },
     /// Record the current time under `label` (gettimeofday(), no cost modelled).
     Mark { label: u32 },
+    /// Read the clock (clock_gettime() through the vDSO, no cost modelled).
+    /// Result `Time(ns)`.
+    Clock,
+    /// Add `value` to the workload's own distribution `metric` (a benchmark's
+    /// latency histogram), counted only inside the measured window.
+    Record { metric: u32, value: u64 },
 }
 
 /// Which node's memory a stream uses.
@@ -86,6 +92,7 @@ pub enum OpResult {
     Task(TaskId),
     Count(u32),
     NoChild,
+    Time(u64),
 }
 
 /// A task's behaviour.

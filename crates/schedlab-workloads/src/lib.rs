@@ -6,6 +6,7 @@ pub mod hackbench;
 pub mod params;
 pub mod pft;
 pub mod pipe;
+pub mod schbench;
 
 use schedlab_core::error::SpecError;
 use schedlab_core::program::Program;
@@ -15,12 +16,14 @@ pub use groupmix::GroupMix;
 pub use hackbench::Hackbench;
 pub use pft::Pft;
 pub use pipe::PipeBench;
+pub use schbench::Schbench;
 
 /// Workloads this build knows, for help and errors.
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "hackbench groups=G loops=L ipc=socket|pipe mode=process|thread [fds=20] [datasize=100]"),
     ("pipe", "pipe loops=L mode=process|thread (perf bench sched pipe)"),
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
+    ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100]"),
     (
         "groupmix",
         "groupmix tasks=50 shares=2 [busy_ms=100] [sleep_ms=100] [spread_pct=50] [warmup_ms=2000] [window_ms=10000] (low-weight cgroup mix)",
@@ -34,6 +37,7 @@ pub enum Workload {
     Pipe(PipeBench),
     Pft(Pft),
     GroupMix(GroupMix),
+    Schbench(Schbench),
 }
 
 impl Workload {
@@ -61,6 +65,11 @@ impl Workload {
                 p.finish("tasks, shares, busy_ms, sleep_ms, spread_pct, warmup_ms, window_ms")?;
                 Ok(Workload::GroupMix(m))
             }
+            "schbench" => {
+                let b = Schbench::from_params(&mut p)?;
+                p.finish("threads, workers, runtime_ms, warmup_ms, sleep_us, work_us")?;
+                Ok(Workload::Schbench(b))
+            }
             _ => {
                 let known: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
                 Err(SpecError::new("workload", name, format!("one of: {}", known.join(", "))))
@@ -75,6 +84,7 @@ impl Workload {
             Workload::Pipe(_) => "perf",
             Workload::Pft(_) => "pft",
             Workload::GroupMix(_) => "groupmix",
+            Workload::Schbench(_) => "schbench",
         }
     }
 
@@ -84,6 +94,7 @@ impl Workload {
             Workload::Pipe(b) => b.main_program(),
             Workload::Pft(b) => b.main_program(),
             Workload::GroupMix(m) => m.main_program(),
+            Workload::Schbench(b) => b.main_program(),
         }
     }
 
@@ -94,6 +105,7 @@ impl Workload {
             Workload::Pipe(b) => b.banner(),
             Workload::Pft(b) => b.banner(),
             Workload::GroupMix(m) => m.banner(),
+            Workload::Schbench(b) => b.banner(),
         }
     }
 
@@ -104,6 +116,7 @@ impl Workload {
             Workload::Pipe(b) => b.result_lines(res),
             Workload::Pft(b) => b.result_lines(res),
             Workload::GroupMix(m) => m.result_lines(res),
+            Workload::Schbench(b) => b.result_lines(res),
         }
     }
 }
