@@ -261,7 +261,24 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 return Err(SpecError::new("scale", "0", "a positive integer").into());
             }
             if name == "all" {
+                let ignored = [
+                    (scale.is_some(), "--scale"),
+                    (rows.is_some(), "--rows"),
+                    (plot.is_some(), "--plot"),
+                    (format == Format::Json, "--format json"),
+                ];
+                if let Some((_, flag)) = ignored.iter().find(|(set, _)| *set) {
+                    return Err(SpecError::new("reproduce all", *flag, "only --runs and --fraction with all").into());
+                }
                 return crate::reproduce::run_all(runs, fraction);
+            }
+            if fraction != 1.0 {
+                return Err(SpecError::new(
+                    "fraction",
+                    fraction.to_string(),
+                    "--fraction only with `reproduce all`; use --scale",
+                )
+                .into());
             }
             let plot = plot.map(|p| crate::plotfile::PlotFile::new(&p)).transpose()?;
             crate::reproduce::run(&name, runs, scale, rows, format == Format::Json, plot.as_ref())

@@ -263,9 +263,15 @@ fn reproduce_all_runs_every_experiment_and_ends_with_one_summary() {
     assert_eq!(rows, 30, "{summary}");
     assert!(summary.contains("rows with a target are within it."), "{summary}");
     assert!(out.contains("All experiments took"));
-    let bad = schedlab(&["reproduce", "all", "--fraction", "1.5"]);
-    assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("fraction"), "{}", stderr(&bad));
+    for (args, field) in [
+        (vec!["reproduce", "all", "--fraction", "1.5"], "fraction"),
+        (vec!["reproduce", "all", "--scale", "10"], "--scale"),
+        (vec!["reproduce", "steal", "--fraction", "0.5"], "fraction"),
+    ] {
+        let bad = schedlab(&args);
+        assert_eq!(bad.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&bad).contains(field), "{}", stderr(&bad));
+    }
 }
 
 #[test]

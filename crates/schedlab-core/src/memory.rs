@@ -33,8 +33,11 @@ pub struct MemoryModel {
 }
 
 impl MemoryModel {
+    /// `node_bw_bps` 0 (a profile without `node_mem_bw_mbps`) means unlimited:
+    /// streams never slow each other.
     pub fn new(nodes: usize, ncpus: usize, node_bw_bps: u64) -> MemoryModel {
-        MemoryModel { bw_bps: vec![node_bw_bps.max(1); nodes], demand_bps: vec![0; nodes], streams: vec![None; ncpus] }
+        let bw = if node_bw_bps == 0 { u64::MAX } else { node_bw_bps };
+        MemoryModel { bw_bps: vec![bw; nodes], demand_bps: vec![0; nodes], streams: vec![None; ncpus] }
     }
 
     /// Wall time per unit of alone time on `node`, as (numerator, denominator).
@@ -58,8 +61,8 @@ impl MemoryModel {
         let (num, den) = self.slowdown(node);
         for (cpu, s) in self.streams.iter().enumerate() {
             if let Some(s) = s.filter(|s| s.node == node) {
-                let wall = (s.alone_left_ns as u128 * num as u128).div_ceil(den as u128) as u64;
-                out.push((cpu, now + wall));
+                let wall = (s.alone_left_ns as u128 * num as u128).div_ceil(den as u128).min(u64::MAX as u128) as u64;
+                out.push((cpu, now.saturating_add(wall)));
             }
         }
     }
@@ -69,7 +72,8 @@ impl MemoryModel {
     pub fn start(&mut self, cpu: usize, node: usize, alone_ns: u64, demand_bps: u64, now: u64, out: &mut Vec<(usize, u64)>) {
         self.advance(node, now);
         self.streams[cpu] = Some(Stream { node, demand_bps, alone_left_ns: alone_ns, since_ns: now });
-        self.demand_bps[node] += demand_bps;
+        // Saturating: an absurd demand just means "far beyond any bandwidth".
+        self.demand_bps[node] = self.demand_bps[node].saturating_add(demand_bps);
         self.ends(node, now, out);
     }
 
@@ -79,7 +83,7 @@ impl MemoryModel {
         let Some(s) = self.streams[cpu] else { return 0 };
         self.advance(s.node, now);
         let left = self.streams[cpu].take().map_or(0, |s| s.alone_left_ns);
-        self.demand_bps[s.node] -= s.demand_bps;
+        self.demand_bps[s.node] = self.demand_bps[s.node].saturating_sub(s.demand_bps);
         self.ends(s.node, now, out);
         left
     }
@@ -116,5 +120,22 @@ mod tests {
         assert_eq!(left, 500_000);
         assert_eq!(out, vec![(0, 1_300_000)]);
         assert!(!m.streaming(1) && m.streaming(0));
+    }
+
+    #[test]
+    fn no_bandwidth_figure_means_unlimited_and_huge_demands_do_not_overflow() {
+        let mut m = MemoryModel::new(1, 2, 0);
+        let mut out = Vec::new();
+        m.start(0, 0, 1_000, u64::MAX / 2, 0, &mut out);
+        m.start(1, 0, 1_000, u64::MAX / 2, 0, &mut out);
+        assert_eq!(out.last(), Some(&(1, 1_000)), "unlimited: alone speed");
+        let mut m = MemoryModel::new(1, 3, 1_000_000_000);
+        for cpu in 0..3 {
+            out.clear();
+            m.start(cpu, 0, 1_000, u64::MAX / 2, 0, &mut out);
+        }
+        assert!(out.iter().all(|&(_, end)| end > 1_000));
+        out.clear();
+        assert!(m.stop(2, 10, &mut out) > 0);
     }
 }

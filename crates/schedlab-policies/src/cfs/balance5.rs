@@ -258,7 +258,8 @@ impl Cfs {
             return (0, true);
         };
         let mut moved = 0;
-        if self.rq[src].cfs.h_nr_running > 1 {
+        let detached = self.rq[src].cfs.h_nr_running > 1;
+        if detached {
             Self::balance_cost_pub(sys, charge_cpu, 0, 2, 0);
             let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.h_nr_running);
             let (n, all_pinned) =
@@ -266,10 +267,10 @@ impl Cfs {
             moved = n;
             sys.stats[this_cpu].lb_gained += n as u64;
             if all_pinned {
-                let sd = &mut self.doms[this_cpu].domains[sd_idx];
-                if idle != IdleType::NewlyIdle && sd.balance_interval_ms < super::balance::MAX_PINNED_INTERVAL_MS {
-                    sd.balance_interval_ms *= 2;
-                }
+                // out_all_pinned (the kernel first retries without that runqueue;
+                // shipped workloads allow every CPU).
+                self.doms[this_cpu].domains[sd_idx].nr_balance_failed = 0;
+                self.out_one_pinned5(this_cpu, sd_idx, idle, true);
                 return (0, true);
             }
         }
@@ -287,8 +288,11 @@ impl Cfs {
             if failed && (!v515 || migration == MigrationType::Task) {
                 let curr = sys.curr(src).filter(|&c| sys.tasks[c].can_run_on(this_cpu));
                 let Some(_) = curr else {
-                    // The running task (or the idle task) may not come here: out_one_pinned.
-                    self.out_one_pinned5(this_cpu, sd_idx, idle);
+                    // The running task (or the idle task) may not come here:
+                    // out_one_pinned with LBF_ALL_PINNED (v5.10 sets it here; v5.15
+                    // set it before detaching and only detach_tasks clears it).
+                    let all_pinned = !v515 || !detached;
+                    self.out_one_pinned5(this_cpu, sd_idx, idle, all_pinned);
                     return (0, true);
                 };
                 if self.rq[src].active_balance_to.is_none() {
@@ -343,13 +347,18 @@ impl Cfs {
     /// longer touch the interval (they disregard it, so it would only skyrocket).
     fn out_balanced5(&mut self, this_cpu: usize, sd_idx: usize, idle: IdleType) {
         self.doms[this_cpu].domains[sd_idx].nr_balance_failed = 0;
-        self.out_one_pinned5(this_cpu, sd_idx, idle);
+        self.out_one_pinned5(this_cpu, sd_idx, idle, false);
     }
 
-    /// `out_one_pinned`: back off the interval, except for newly-idle passes.
-    fn out_one_pinned5(&mut self, this_cpu: usize, sd_idx: usize, idle: IdleType) {
+    /// `out_one_pinned`: back off the interval, except for newly-idle passes; up to
+    /// `MAX_PINNED_INTERVAL` when everything was pinned, else to `max_interval`.
+    fn out_one_pinned5(&mut self, this_cpu: usize, sd_idx: usize, idle: IdleType, all_pinned: bool) {
         let sd = &mut self.doms[this_cpu].domains[sd_idx];
-        if idle != IdleType::NewlyIdle && sd.balance_interval_ms < sd.max_interval_ms {
+        if idle == IdleType::NewlyIdle {
+            return;
+        }
+        let cap = if all_pinned { super::balance::MAX_PINNED_INTERVAL_MS } else { 0 };
+        if sd.balance_interval_ms < cap || sd.balance_interval_ms < sd.max_interval_ms {
             sd.balance_interval_ms *= 2;
         }
     }

@@ -1076,15 +1076,13 @@ impl SchedClass for Cfs {
             self.update_curr(q, cpu, now);
             self.update_load_avg_se(q, cpu, Some(e), now);
             self.update_cfs_group(e, now);
-            if e == Ent::Task(curr) {
-                // scheduler_tick() → cpu_load_update_active().
-                let load = self.weighted_cpuload(cpu);
-                self.cpu_load_update(cpu, now, load);
-            }
             if self.cfs(q, cpu).nr_running > 1 && self.check_preempt_tick(q, cpu, e) {
                 resched = true;
             }
         }
+        // scheduler_tick() → cpu_load_update_active(), once every level is updated.
+        let load = self.weighted_cpuload(cpu);
+        self.cpu_load_update(cpu, now, load);
         resched
     }
 
@@ -1148,13 +1146,25 @@ impl SchedClass for Cfs {
         if running {
             self.put_prev_task_fair(cpu, p, now);
         }
+        // detach_task_cfs_rq(): a sleeping task's vruntime leaves relative to the
+        // old cfs_rq (dequeue did that for a queued one) ...
+        let old_q = self.task_group[p];
+        if !queued {
+            let min = self.cfs(old_q, cpu).min_vruntime;
+            self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
+        }
         if self.se[p].rq_cpu == cpu {
             self.detach_load(cpu, p);
             self.se[p].rq_cpu = usize::MAX;
         }
         self.task_group[p] = sys.tasks[p].group;
+        let new_q = self.task_group[p];
         if queued {
             self.enqueue_task_fair(cpu, p, false, false, now);
+        } else {
+            // ... and attach_task_cfs_rq() makes it absolute in the new one.
+            let min = self.cfs(new_q, cpu).min_vruntime;
+            self.se[p].vruntime = self.se[p].vruntime.wrapping_add(min);
         }
         if running {
             // set_curr_task_fair(): the new chain's levels run it.

@@ -193,12 +193,13 @@ impl Cfs {
         let avg = self.ent(e).avg;
         self.cfs_mut(q, cpu).avg.dequeue_load(&avg, old_down);
         let new_down = self.se_weight(weight);
+        self.ent_mut(e).load = LoadWeight::new(weight);
+        let runnable = self.se_runnable_ent(e);
         {
             let se = self.ent_mut(e);
-            se.load = LoadWeight::new(weight);
             let divider = se.avg.divider();
             se.avg.load_avg = new_down * se.avg.load_sum / divider;
-            se.avg.runnable_load_avg = se.avg.load_avg;
+            se.avg.runnable_load_avg = runnable * se.avg.runnable_load_sum / divider;
         }
         let avg = self.ent(e).avg;
         let runnable_new = self.se_runnable_ent(e);

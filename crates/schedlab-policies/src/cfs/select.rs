@@ -312,6 +312,11 @@ impl Cfs {
                     scanned += 1;
                     if !self.available_idle_cpu(sys, c) {
                         idle = false;
+                        // Keep looking at this core's threads for a fallback idle
+                        // CPU until one is known (v5.15 L6200).
+                        if idle_cpu.is_none() {
+                            continue;
+                        }
                         break;
                     }
                     if idle_cpu.is_none() && sys.tasks[p].can_run_on(c) {
