@@ -381,7 +381,7 @@ impl Cfs {
 
     /// `task_hot()` (v4.19 L7050). (v5.x added "SMT siblings share cache"; 4.19 has
     /// no such exception.)
-    fn task_hot(&self, sys: &System, p: TaskId, src: usize, dst: usize) -> bool {
+    pub(crate) fn task_hot(&self, sys: &System, p: TaskId, src: usize, dst: usize) -> bool {
         let cfs = self.cfs(self.task_group[p], src);
         let buddy = cfs.next == Some(Ent::Task(p)) || cfs.last == Some(Ent::Task(p));
         if self.feat.cache_hot_buddy && self.rq[dst].cfs.h_nr_running > 0 && buddy {

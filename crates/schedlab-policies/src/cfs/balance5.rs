@@ -16,7 +16,6 @@ use schedlab_core::task::TaskId;
 use super::balance::IdleType;
 use super::domains::{KernelVersion, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_PKG_RESOURCES};
 use super::fair::Cfs;
-use super::group::Ent;
 
 /// `SCHED_CAPACITY_SCALE`.
 const SCALE: u64 = 1024;
@@ -469,19 +468,7 @@ impl Cfs {
     /// `task_hot()` (v5.10 L7458): as v4.19, but SMT siblings share their caches, so
     /// nothing is hot for a move between them.
     fn task_hot5(&self, sys: &System, p: TaskId, src: usize, dst: usize, sd_flags: u32) -> bool {
-        if sd_flags & SD_SHARE_CPUCAPACITY != 0 {
-            return false;
-        }
-        let cfs = self.cfs(self.task_group[p], src);
-        let buddy = cfs.next == Some(Ent::Task(p)) || cfs.last == Some(Ent::Task(p));
-        if self.feat.cache_hot_buddy && self.rq[dst].cfs.h_nr_running > 0 && buddy {
-            return true;
-        }
-        let mc = self.sysctl.migration_cost_ns;
-        if mc == 0 {
-            return false;
-        }
-        sys.now_ns.saturating_sub(self.se[p].exec_start_ns) < mc
+        sd_flags & SD_SHARE_CPUCAPACITY == 0 && self.task_hot(sys, p, src, dst)
     }
 
     /// `detach_tasks()` (v5.10 L7644; v5.15 L7875) + `attach_tasks()`, by migration
