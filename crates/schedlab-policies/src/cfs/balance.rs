@@ -12,6 +12,7 @@ use schedlab_core::cpuset::CpuSet;
 use schedlab_core::sched::{Charge, System};
 use schedlab_core::task::TaskId;
 
+use super::balance5::MigrationType;
 use super::domains::{SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING};
 use super::fair::{Cfs, SCHED_STEAL_COST_NS};
 use super::group::Ent;
@@ -53,11 +54,7 @@ struct SgStats {
 pub const MAX_PINNED_INTERVAL_MS: u64 = 512;
 
 impl Cfs {
-    pub(crate) fn balance_cost_pub(sys: &mut System, cpu: usize, cpus: u64, locks: u64, tasks: u64) {
-        Self::balance_cost(sys, cpu, cpus, locks, tasks);
-    }
-
-    fn balance_cost(sys: &mut System, cpu: usize, cpus: u64, locks: u64, tasks: u64) {
+    pub(crate) fn balance_cost(sys: &mut System, cpu: usize, cpus: u64, locks: u64, tasks: u64) {
         let c = &sys.cost.sched_ops;
         let ns = cpus * c.per_cpu_scanned_ns + locks * c.per_rq_lock_ns + tasks * c.per_task_examined_ns;
         sys.charge(cpu, Charge::Sched, ns);
@@ -233,7 +230,8 @@ impl Cfs {
         if self.rq[src].cfs.h_nr_running > 1 {
             Self::balance_cost(sys, charge_cpu, 0, 2, 0);
             let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.h_nr_running);
-            let (n, all_pinned) = self.detach_tasks(sys, src, this_cpu, sd_idx, idle, imbalance as i64, loop_max, charge_cpu);
+            let (n, all_pinned) =
+                self.detach_tasks(sys, src, this_cpu, sd_idx, idle, None, imbalance as i64, loop_max, charge_cpu);
             moved = n;
             sys.stats[this_cpu].lb_gained += n as u64;
             if all_pinned {
@@ -394,16 +392,21 @@ impl Cfs {
         sys.now_ns.saturating_sub(self.se[p].exec_start_ns) < mc
     }
 
-    /// `detach_tasks()` (v4.19 L7178) + `attach_tasks()`: from the least recently run
-    /// end of `src`'s task list. Returns (moved, all pinned).
+    /// `detach_tasks()` (v4.19 L7178; v5.10 L7644; v5.15 L7875) + `attach_tasks()`:
+    /// from the least recently run end of `src`'s task list, tasks that
+    /// `can_migrate_task()` allows, each counted against the imbalance by the
+    /// version's rule: v4.19 (`migration` None) by its hierarchical load, skipping a
+    /// task heavier than twice what is left; v5.x by `migration` type.
+    /// Returns (moved, all pinned).
     #[allow(clippy::too_many_arguments)]
-    fn detach_tasks(
+    pub(crate) fn detach_tasks(
         &mut self,
         sys: &mut System,
         src: usize,
         dst: usize,
         sd_idx: usize,
         idle: IdleType,
+        migration: Option<MigrationType>,
         mut imbalance: i64,
         loop_max: usize,
         charge_cpu: usize,
@@ -412,7 +415,7 @@ impl Cfs {
             return (0, false);
         }
         let sd = &self.doms[dst].domains[sd_idx];
-        let (nr_failed, cache_nice_tries) = (sd.nr_balance_failed, sd.cache_nice_tries);
+        let (nr_failed, cache_nice_tries, sd_flags) = (sd.nr_balance_failed, sd.cache_nice_tries, sd.flags);
         // At most loop_max tasks from the least recently run end (tasks move while we go).
         let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().take(loop_max).collect();
         let mut moved = 0;
@@ -423,7 +426,7 @@ impl Cfs {
                 break;
             }
             examined += 1;
-            // can_migrate_task() (v4.19 L7104).
+            // can_migrate_task() (v4.19 L7104; v5.10 L7517).
             if !sys.tasks[p].can_run_on(dst) {
                 continue;
             }
@@ -431,24 +434,51 @@ impl Cfs {
             if sys.curr(src) == Some(p) {
                 continue;
             }
-            let hot = self.task_hot(sys, p, src, dst);
+            let hot =
+                if migration.is_some() { self.task_hot5(sys, p, src, dst, sd_flags) } else { self.task_hot(sys, p, src, dst) };
             if hot && nr_failed <= cache_nice_tries {
                 continue;
             }
-            let jiffies = self.jiffies(sys.now_ns);
-            let load = self.task_h_load(p, jiffies) as i64;
-            if load / 2 > imbalance {
-                continue;
-            }
+            let Some(cost) = self.detach_cost(sys, p, migration, nr_failed, imbalance) else { continue };
             self.move_task(sys, p, src, dst, charge_cpu);
             moved += 1;
-            imbalance -= load;
+            imbalance -= cost;
             if imbalance <= 0 {
                 break;
             }
         }
         Self::balance_cost(sys, charge_cpu, 0, 0, examined as u64);
         (moved, all_pinned)
+    }
+
+    /// What moving `p` takes off the imbalance, or None if it would move too much.
+    fn detach_cost(
+        &mut self,
+        sys: &System,
+        p: TaskId,
+        migration: Option<MigrationType>,
+        nr_failed: u32,
+        imbalance: i64,
+    ) -> Option<i64> {
+        let jiffies = self.jiffies(sys.now_ns);
+        match migration {
+            // v4.19: half a task's load may overshoot.
+            None => {
+                let load = self.task_h_load(p, jiffies) as i64;
+                (load / 2 <= imbalance).then_some(load)
+            }
+            // v5.x migrate_load: the size rule relaxes as failures accumulate (LB_MIN off).
+            Some(MigrationType::Load) => {
+                let load = self.task_h_load(p, jiffies).max(1);
+                let shifted = if nr_failed >= 64 { 0 } else { load >> nr_failed };
+                (shifted as i64 <= imbalance).then_some(load as i64)
+            }
+            Some(MigrationType::Util) => {
+                let util = self.se[p].avg.util_avg as i64;
+                (util <= imbalance).then_some(util)
+            }
+            Some(MigrationType::Task) => Some(1),
+        }
     }
 
     /// `idle_balance()` (v4.19 L9470): skipped unless this CPU expects to idle at

@@ -226,7 +226,7 @@ impl Cfs {
                 busiest = Some(s);
             }
         }
-        Self::balance_cost_pub(sys, charge_cpu, scanned, 0, 0);
+        Self::balance_cost(sys, charge_cpu, scanned, 0, 0);
         if is_root {
             self.rd_overload = overload;
         }
@@ -259,10 +259,10 @@ impl Cfs {
         let mut moved = 0;
         let detached = self.rq[src].cfs.h_nr_running > 1;
         if detached {
-            Self::balance_cost_pub(sys, charge_cpu, 0, 2, 0);
+            Self::balance_cost(sys, charge_cpu, 0, 2, 0);
             let loop_max = (self.sysctl.nr_migrate as usize).min(self.rq[src].cfs.h_nr_running);
             let (n, all_pinned) =
-                self.detach_tasks5(sys, src, this_cpu, sd_idx, idle, migration, imbalance as i64, loop_max, charge_cpu);
+                self.detach_tasks(sys, src, this_cpu, sd_idx, idle, Some(migration), imbalance as i64, loop_max, charge_cpu);
             moved = n;
             sys.stats[this_cpu].lb_gained += n as u64;
             if all_pinned {
@@ -467,79 +467,8 @@ impl Cfs {
 
     /// `task_hot()` (v5.10 L7458): as v4.19, but SMT siblings share their caches, so
     /// nothing is hot for a move between them.
-    fn task_hot5(&self, sys: &System, p: TaskId, src: usize, dst: usize, sd_flags: u32) -> bool {
+    pub(crate) fn task_hot5(&self, sys: &System, p: TaskId, src: usize, dst: usize, sd_flags: u32) -> bool {
         sd_flags & SD_SHARE_CPUCAPACITY == 0 && self.task_hot(sys, p, src, dst)
-    }
-
-    /// `detach_tasks()` (v5.10 L7644; v5.15 L7875) + `attach_tasks()`, by migration
-    /// type, from the least recently run end. Returns (moved, all pinned).
-    #[allow(clippy::too_many_arguments)]
-    fn detach_tasks5(
-        &mut self,
-        sys: &mut System,
-        src: usize,
-        dst: usize,
-        sd_idx: usize,
-        idle: IdleType,
-        migration: MigrationType,
-        mut imbalance: i64,
-        loop_max: usize,
-        charge_cpu: usize,
-    ) -> (usize, bool) {
-        if imbalance <= 0 {
-            return (0, false);
-        }
-        let sd = &self.doms[dst].domains[sd_idx];
-        let (nr_failed, cache_nice_tries, sd_flags) = (sd.nr_balance_failed, sd.cache_nice_tries, sd.flags);
-        let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().take(loop_max).collect();
-        let mut moved = 0;
-        let mut all_pinned = true;
-        let mut examined = 0;
-        for p in candidates {
-            if idle != IdleType::NotIdle && self.rq[src].cfs.h_nr_running <= 1 {
-                break;
-            }
-            examined += 1;
-            // can_migrate_task() (v5.10 L7517).
-            if !sys.tasks[p].can_run_on(dst) {
-                continue;
-            }
-            all_pinned = false;
-            if sys.curr(src) == Some(p) {
-                continue;
-            }
-            if self.task_hot5(sys, p, src, dst, sd_flags) && nr_failed <= cache_nice_tries {
-                continue;
-            }
-            let cost = match migration {
-                MigrationType::Load => {
-                    // Let the size rule relax as failures accumulate (LB_MIN is off).
-                    let jiffies = self.jiffies(sys.now_ns);
-                    let load = self.task_h_load(p, jiffies).max(1);
-                    let shifted = if nr_failed >= 64 { 0 } else { load >> nr_failed };
-                    if shifted as i64 > imbalance {
-                        continue;
-                    }
-                    load as i64
-                }
-                MigrationType::Util => {
-                    let util = self.se[p].avg.util_avg as i64;
-                    if util > imbalance {
-                        continue;
-                    }
-                    util
-                }
-                MigrationType::Task => 1,
-            };
-            self.move_task(sys, p, src, dst, charge_cpu);
-            moved += 1;
-            imbalance -= cost;
-            if imbalance <= 0 {
-                break;
-            }
-        }
-        Self::balance_cost_pub(sys, charge_cpu, 0, 0, examined as u64);
-        (moved, all_pinned)
     }
 
     // ------------------------------------------------------------------ fork placement
