@@ -188,17 +188,26 @@ impl Cfs {
         new_cpu
     }
 
-    /// `select_idle_sibling()` (v4.19 L6116): the first idle CPU near `target`.
-    fn select_idle_sibling(&mut self, sys: &mut System, p: TaskId, prev: usize, target: usize, this_cpu: usize) -> usize {
+    /// The first two checks of `select_idle_sibling()` in every version: `target`
+    /// if idle, else `prev` if idle and sharing its cache.
+    fn idle_target_or_prev(&self, sys: &mut System, prev: usize, target: usize, this_cpu: usize) -> Option<usize> {
         sys.charge_search(this_cpu, 1, 0, 0);
         if self.available_idle_cpu(sys, target) {
-            return target;
+            return Some(target);
         }
         if prev != target && self.cpus_share_cache(prev, target) {
             sys.charge_search(this_cpu, 1, 0, 0);
             if self.available_idle_cpu(sys, prev) {
-                return prev;
+                return Some(prev);
             }
+        }
+        None
+    }
+
+    /// `select_idle_sibling()` (v4.19 L6116): the first idle CPU near `target`.
+    fn select_idle_sibling(&mut self, sys: &mut System, p: TaskId, prev: usize, target: usize, this_cpu: usize) -> usize {
+        if let Some(cpu) = self.idle_target_or_prev(sys, prev, target, this_cpu) {
+            return cpu;
         }
         let recent = self.se[p].recent_used_cpu;
         if recent != prev && recent != target && self.cpus_share_cache(recent, target) {
@@ -228,15 +237,8 @@ impl Cfs {
     /// for any idle CPU otherwise (Gorman's "scan for an idle sibling in a single
     /// pass", v5.12; van Riel's select_idle_smt on prev, v5.14).
     fn select_idle_sibling_v515(&mut self, sys: &mut System, p: TaskId, prev: usize, target: usize, this_cpu: usize) -> usize {
-        sys.charge_search(this_cpu, 1, 0, 0);
-        if self.available_idle_cpu(sys, target) {
-            return target;
-        }
-        if prev != target && self.cpus_share_cache(prev, target) {
-            sys.charge_search(this_cpu, 1, 0, 0);
-            if self.available_idle_cpu(sys, prev) {
-                return prev;
-            }
+        if let Some(cpu) = self.idle_target_or_prev(sys, prev, target, this_cpu) {
+            return cpu;
         }
         let recent = self.se[p].recent_used_cpu;
         self.se[p].recent_used_cpu = prev;
