@@ -26,6 +26,18 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// The opening of a `w` × `h` chart: white background, centred title.
+fn svg_open(w: f64, h: f64, font_size: u32, title: &str) -> String {
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" font-family="DejaVu Sans, Arial, sans-serif" font-size="{font_size}">
+<rect width="100%" height="100%" fill="white"/>
+<text x="{:.0}" y="20" text-anchor="middle" font-size="14">{}</text>
+"#,
+        w / 2.0,
+        esc(title)
+    )
+}
+
 /// A round tick step giving about `n` ticks up to `max`.
 fn tick_step(max: f64, n: f64) -> f64 {
     let raw = (max / n).max(f64::MIN_POSITIVE);
@@ -96,16 +108,7 @@ pub fn bar_chart_svg(title: &str, x_label: &str, y_label: &str, categories: &[St
     // With outlined (published) series, each is paired with the filled one after it.
     let paired = series.iter().any(|s| s.hollow);
     let colour_of = |si: usize| if paired { si / 2 } else { si };
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12">
-<rect width="100%" height="100%" fill="white"/>
-<text x="{:.0}" y="20" text-anchor="middle" font-size="14">{}</text>
-"#,
-        w / 2.0,
-        esc(title)
-    );
+    let mut out = svg_open(w, h, 12, title);
     // Grid and y axis: 1-2-5 per decade when logarithmic.
     let mut ticks = Vec::new();
     if log {
@@ -224,16 +227,7 @@ pub fn heat_map_svg(title: &str, row_labels: &[String], bucket_ms: f64, values: 
         let lerp = |a: f64, b: f64| (a + (b - a) * v).round() as u8;
         format!("#{:02x}{:02x}{:02x}", lerp(255.0, 8.0), lerp(255.0, 48.0), lerp(255.0, 107.0))
     };
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" font-family="DejaVu Sans, Arial, sans-serif" font-size="11">
-<rect width="100%" height="100%" fill="white"/>
-<text x="{:.0}" y="20" text-anchor="middle" font-size="14">{}</text>
-"#,
-        w / 2.0,
-        esc(title)
-    );
+    let mut out = svg_open(w, h, 11, title);
     let label_every = ((12.0 / cell_h).ceil() as usize).max(1);
     for (r, row) in values.iter().enumerate() {
         let yy = top + r as f64 * cell_h;
