@@ -21,7 +21,7 @@ use crate::memory::MemoryModel;
 use crate::program::{ForkKind, MemAt, Op, OpResult, Program};
 use crate::rng::{SimRng, Stream};
 use crate::sched::{
-    Charge, CpuState, DequeueReason, EnqueueReason, Request, SchedClass, SelectReason, System, TaskGroupInfo, WakeFlags,
+    Charge, CpuState, IrqOffStats, DequeueReason, EnqueueReason, Request, SchedClass, SelectReason, System, TaskGroupInfo, WakeFlags,
     ROOT_TASK_GROUP_SHARES,
 };
 use crate::stats::{latency_histogram, CpuStats};
@@ -146,6 +146,10 @@ pub struct TaskSummary {
     pub pid: u32,
     pub comm: String,
     pub run_ns: u64,
+    /// User time as getrusage() reports it: `run_ns` outside system calls.
+    pub user_ns: u64,
+    /// System time: system calls plus the scheduler work charged in its context.
+    pub sys_ns: u64,
     pub wait_ns: u64,
     pub sleep_ns: u64,
     pub switches: u64,
@@ -180,6 +184,8 @@ pub struct RunResult {
     pub violations: Vec<String>,
     /// The run hit `max_sim_ns` before all tasks exited.
     pub timed_out: bool,
+    /// Interrupts-disabled scheduler sections and the interrupts they delayed.
+    pub irq_off: IrqOffStats,
     /// With `RunConfig::util_bucket_ns`: per CPU, busy ns in each bucket from `start_ns`.
     pub util_buckets: Vec<Vec<u64>>,
     /// The final bucket width, ns.
@@ -390,6 +396,8 @@ impl Engine {
             woken_at_ns: None,
             last_ran_cpu: None,
             run_ns: 0,
+            kernel_ns: 0,
+            sched_ns: 0,
             wait_ns: 0,
             sleep_ns: 0,
             slept_at_ns: self.sys.now_ns,
@@ -496,6 +504,7 @@ impl Engine {
                 let c = &self.cpu[cpu];
                 // Still finishing scheduler work before idling: it sees the flag then.
                 let at = if c.idle_start_ns > now { c.idle_start_ns } else { now + self.sys.cost.idle_exit_ns };
+                let at = self.sys.irq.deliver(cpu, now).max(at);
                 self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
             }
             CpuState::Busy => {
@@ -505,7 +514,8 @@ impl Engine {
                 if cpu != from && !self.cpu[cpu].resched_in_flight {
                     self.cpu[cpu].resched_in_flight = true;
                     self.sys.charge(from, Charge::Sched, self.sys.cost.ipi_send_ns);
-                    self.queue.push(now + self.sys.cost.ipi_latency_ns, EventKind::Resched { cpu: cpu as u32 });
+                    let at = self.sys.irq.deliver(cpu, now + self.sys.cost.ipi_latency_ns);
+                    self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
                 }
             }
         }
@@ -587,6 +597,9 @@ impl Engine {
         c.seg_gen = c.seg_gen.wrapping_add(1);
         let ran = self.sys.now_ns - c.seg_start_ns;
         self.sys.tasks[p].run_ns += ran;
+        if c.seg_kernel {
+            self.sys.tasks[p].kernel_ns += ran;
+        }
         self.sys.stats[cpu].run_ns += ran;
     }
 
@@ -819,6 +832,7 @@ impl Engine {
     fn start_segment(&mut self, cpu: usize, p: TaskId, len_ns: u64, kernel: bool) {
         let now = self.sys.now_ns;
         let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
+        self.sys.tasks[p].sched_ns += overhead;
         let refill = std::mem::take(&mut self.exec[p].refill_ns);
         let c = &mut self.cpu[cpu];
         c.seg_start_ns = now + overhead;
@@ -835,6 +849,7 @@ impl Engine {
     fn start_stream(&mut self, cpu: usize, p: TaskId, alone_ns: u64, ask: StreamAsk) {
         let now = self.sys.now_ns;
         let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
+        self.sys.tasks[p].sched_ns += overhead;
         let refill = std::mem::take(&mut self.exec[p].refill_ns);
         let cpu_node = self.sys.topo.cpus[cpu].node as usize;
         let node = match ask.at {
@@ -926,6 +941,7 @@ impl Engine {
             Op::Fork { kind: ForkKind::Process, .. } => c.fork_ns,
             Op::Fork { kind: ForkKind::Thread, .. } => c.clone_ns,
             Op::Exit => c.exit_ns,
+            Op::Kernel { ns } => ns,
             _ => 0,
         };
         entry + body
@@ -1125,6 +1141,7 @@ impl Engine {
                 self.process_requests();
                 Outcome::Continue
             }
+            Op::Kernel { .. } => Outcome::Continue,
             Op::Compute { .. } | Op::Stream { .. } | Op::Mark { .. } | Op::Store { .. } | Op::Clock | Op::Record { .. } => {
                 Outcome::Continue
             }
@@ -1298,6 +1315,8 @@ impl Engine {
                 pid: t.pid,
                 comm: t.comm.clone(),
                 run_ns: t.run_ns,
+                user_ns: t.run_ns - t.kernel_ns,
+                sys_ns: t.kernel_ns + t.sched_ns,
                 wait_ns: t.wait_ns,
                 sleep_ns: t.sleep_ns,
                 switches: t.switches,
@@ -1325,6 +1344,7 @@ impl Engine {
             timed_out,
             util_buckets: self.util_buckets,
             util_bucket_ns: self.util_bucket_ns,
+            irq_off: self.sys.irq.clone(),
         }
     }
 }

@@ -26,6 +26,10 @@ pub enum Op {
     /// (see `memory.rs`), and runs `distance / local distance` slower when the
     /// memory is on another node.
     Stream { ns: u64, bytes: u64, at: MemAt },
+    /// A system call whose body runs `ns` in the kernel without blocking: exec(),
+    /// open() and read() from the page cache, the page faults of a new image. It
+    /// counts as system time.
+    Kernel { ns: u64 },
     /// pipe(): result `Chan(id)`, a channel read and written by anyone who holds it.
     Pipe,
     /// socketpair(AF_UNIX, SOCK_STREAM): result `Chan(id)`; `id` carries end 0 → end 1

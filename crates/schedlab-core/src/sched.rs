@@ -2,10 +2,12 @@
 //! kernel/sched/sched.h) and `System`, the machine state a policy reads and the
 //! services it calls: charging its own work, kicking CPUs, moving tasks.
 
+use hdrhistogram::Histogram;
+
 use crate::cost::MachineProfile;
 use crate::cpuset::CpuSet;
 use crate::rng::{SimRng, Stream};
-use crate::stats::CpuStats;
+use crate::stats::{latency_histogram, CpuStats};
 use crate::task::{Task, TaskId, TaskState};
 use crate::topology::{Distance, Topology};
 
@@ -137,6 +139,45 @@ pub(crate) enum Request {
 /// i.e. NICE_0_LOAD unscaled).
 pub const ROOT_TASK_GROUP_SHARES: u64 = 1024;
 
+/// Interrupts-disabled scheduler sections and the interrupts they delayed.
+#[derive(Clone, Debug)]
+pub struct IrqOffStats {
+    /// Per CPU: end of the last masked section.
+    pub(crate) masked_until_ns: Vec<u64>,
+    /// Length of every section, ns.
+    pub sections: Histogram<u64>,
+    /// Sum of the section lengths, ns.
+    pub total_ns: u64,
+    /// Interrupts (reschedule IPIs, idle wakeups) delivered.
+    pub interrupts: u64,
+    /// Delay of each interrupt that arrived inside a section, ns.
+    pub delays: Histogram<u64>,
+}
+
+impl IrqOffStats {
+    fn new(ncpus: usize) -> IrqOffStats {
+        IrqOffStats {
+            masked_until_ns: vec![0; ncpus],
+            sections: latency_histogram(),
+            total_ns: 0,
+            interrupts: 0,
+            delays: latency_histogram(),
+        }
+    }
+
+    /// An interrupt reaches `cpu` at `at_ns`: when its handler can run.
+    pub(crate) fn deliver(&mut self, cpu: usize, at_ns: u64) -> u64 {
+        self.interrupts += 1;
+        let until = self.masked_until_ns[cpu];
+        if until > at_ns {
+            let _ = self.delays.record(until - at_ns);
+            until
+        } else {
+            at_ns
+        }
+    }
+}
+
 /// A task group as the cgroup file system shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskGroupInfo {
@@ -175,6 +216,8 @@ pub struct System {
     pub(crate) this_cpu: usize,
     /// Runnable-not-running tasks per CPU (`task.cpu`), for wasted core-time.
     waiting: Vec<u64>,
+    /// Interrupts-disabled sections of scheduler code (see `charge_irq_off`).
+    pub(crate) irq: IrqOffStats,
     /// Sum of `waiting` over CPUs that are busy.
     waiting_on_busy: u64,
     idle_count: u64,
@@ -200,6 +243,7 @@ impl System {
             requests: Vec::new(),
             this_cpu: 0,
             waiting: vec![0; n],
+            irq: IrqOffStats::new(n),
             waiting_on_busy: 0,
             idle_count: n as u64,
             wasted_ns: 0,
@@ -266,6 +310,20 @@ impl System {
         let c = &self.cost.sched_ops;
         let ns = cpus * c.per_cpu_scanned_ns + locks * c.per_rq_lock_ns + tasks * c.per_task_examined_ns;
         self.charge(cpu, Charge::Find, ns);
+    }
+
+    /// Charges `ns` of scheduler work that `cpu` runs with interrupts disabled (a
+    /// spin lock section: `spinlock_enter()` on FreeBSD, `raw_spin_lock_irq` on
+    /// Linux). The section starts when the CPU's earlier scheduler work ends; an
+    /// interrupt (an IPI) reaching the CPU inside it waits for its end.
+    pub fn charge_irq_off(&mut self, cpu: usize, kind: Charge, ns: u64) {
+        let start = if self.active[cpu] { self.now_ns + self.pending_overhead_ns[cpu] } else { self.now_ns };
+        self.charge(cpu, kind, ns);
+        let end = start + ns;
+        let irq = &mut self.irq;
+        irq.masked_until_ns[cpu] = irq.masked_until_ns[cpu].max(end);
+        irq.total_ns += ns;
+        let _ = irq.sections.record(ns.max(1));
     }
 
     /// `resched_curr()` of a remote runqueue, asked from `from`: the engine sends the

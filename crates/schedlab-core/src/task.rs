@@ -65,8 +65,14 @@ pub struct Task {
     pub woken_at_ns: Option<u64>,
     /// Last CPU it actually ran on, for the cache-refill cost after migration.
     pub last_ran_cpu: Option<usize>,
-    /// Cumulative accounting.
+    /// Cumulative accounting. `run_ns` is all time in the task's own segments
+    /// (user code and system calls, cache refills included).
     pub run_ns: u64,
+    /// Of `run_ns`, the part spent in system calls.
+    pub kernel_ns: u64,
+    /// Scheduler work done in this task's context before its segments (the switch
+    /// in, wakeups it performed): system time outside `run_ns`.
+    pub sched_ns: u64,
     pub wait_ns: u64,
     pub sleep_ns: u64,
     pub slept_at_ns: u64,
