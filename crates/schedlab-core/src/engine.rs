@@ -339,7 +339,7 @@ impl Engine {
             self.digest.add(code << 56 | a << 24 | b);
             self.events += 1;
             self.sys.this_cpu = match ev {
-                EventKind::SegmentDone { cpu, .. } | EventKind::Resched { cpu } => cpu as usize,
+                EventKind::SegmentDone { cpu, .. } | EventKind::Resched { cpu } | EventKind::IdlePoll { cpu } => cpu as usize,
                 EventKind::Timer { task, .. } => self.sys.tasks[task as usize].cpu,
                 EventKind::Jiffy => self.sys.this_cpu,
             };
@@ -350,6 +350,7 @@ impl Engine {
                     }
                 }
                 EventKind::Resched { cpu } => self.resched_arrives(cpu as usize),
+                EventKind::IdlePoll { cpu } => self.idle_poll(cpu as usize),
                 EventKind::Jiffy => self.jiffy(),
                 EventKind::Timer { task, gen } => {
                     let p = task as usize;
@@ -531,6 +532,7 @@ impl Engine {
                     Request::Resched { cpu, from } => self.resched_curr(cpu, from),
                     // Logged in the destination CPU's context.
                     Request::Migrated { p, from, to } => self.emit(to, TraceKind::Migrate { p, orig_cpu: from, dest_cpu: to }),
+                    Request::IdlePoll { cpu, at_ns } => self.queue.push(at_ns.max(self.sys.now_ns), EventKind::IdlePoll { cpu: cpu as u32 }),
                 }
             }
             if self.sys.requests.is_empty() {
@@ -563,6 +565,26 @@ impl Engine {
                     self.preempt_if_user(cpu);
                 }
             }
+        }
+    }
+
+    /// The idle thread of `cpu` takes the step it asked for, if the CPU is still idle
+    /// and not woken meanwhile (a wakeup ends the idle thread's work).
+    fn idle_poll(&mut self, cpu: usize) {
+        if self.sys.cpu_state(cpu) != CpuState::Idle {
+            return;
+        }
+        if self.sys.now_ns < self.cpu[cpu].idle_start_ns {
+            // Still finishing the scheduler work before idling: the step follows it.
+            self.queue.push(self.cpu[cpu].idle_start_ns, EventKind::IdlePoll { cpu: cpu as u32 });
+            return;
+        }
+        let run = self.policy.idle_poll(&mut self.sys, cpu);
+        self.process_requests();
+        if run && self.sys.cpu_state(cpu) == CpuState::Idle {
+            // The idle thread is running: it switches without an idle exit.
+            self.sys.set_cpu_state(cpu, CpuState::Kicked);
+            self.queue.push(self.sys.now_ns, EventKind::Resched { cpu: cpu as u32 });
         }
     }
 

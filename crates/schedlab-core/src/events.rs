@@ -17,6 +17,8 @@ pub enum EventKind {
     Jiffy,
     /// A sleeping task's timer expires.
     Timer { task: u32, gen: u32 },
+    /// The idle thread of `cpu` takes its next step (`SchedClass::idle_poll`).
+    IdlePoll { cpu: u32 },
 }
 
 impl EventKind {
@@ -27,6 +29,7 @@ impl EventKind {
             EventKind::Resched { cpu } => (2, cpu as u64, 0),
             EventKind::Jiffy => (3, 0, 0),
             EventKind::Timer { task, gen } => (4, task as u64, gen as u64),
+            EventKind::IdlePoll { cpu } => (5, cpu as u64, 0),
         }
     }
 }

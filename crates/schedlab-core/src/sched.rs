@@ -103,6 +103,14 @@ pub trait SchedClass {
     /// `task_tick()`: periodic tick on busy `cpu`; true = reschedule.
     fn task_tick(&mut self, sys: &mut System, cpu: usize, curr: TaskId) -> bool;
 
+    /// The idle thread of idle `cpu` takes a step it asked for with
+    /// `System::idle_poll_at` (FreeBSD's `sched_idletd()` searching with interrupts
+    /// enabled). True = a task is now queued on `cpu`: the idle thread switches to
+    /// it at once (it is running, not halted, so there is no idle-exit latency).
+    fn idle_poll(&mut self, _sys: &mut System, _cpu: usize) -> bool {
+        false
+    }
+
     /// `trigger_load_balance()`: the tick's balancing hook.
     fn trigger_load_balance(&mut self, _sys: &mut System, _cpu: usize) {}
 
@@ -133,6 +141,8 @@ pub(crate) enum Request {
     Resched { cpu: usize, from: usize },
     /// `p` moved from `from` to `to` (trace `sched_migrate_task`).
     Migrated { p: TaskId, from: usize, to: usize },
+    /// Call `idle_poll(cpu)` at `at_ns` if `cpu` is still idle then.
+    IdlePoll { cpu: usize, at_ns: u64 },
 }
 
 /// `cpu.shares` of the root group and the default of a new one (`ROOT_TASK_GROUP_LOAD`,
@@ -330,6 +340,12 @@ impl System {
     /// IPI (or wakes the idle CPU) once the policy call returns.
     pub fn resched_cpu(&mut self, cpu: usize, from: usize) {
         self.requests.push(Request::Resched { cpu, from });
+    }
+
+    /// Asks for `SchedClass::idle_poll(cpu)` at `at_ns`, if `cpu` is still idle (not
+    /// woken) then: an idle thread whose work goes on after the CPU looks idle.
+    pub fn idle_poll_at(&mut self, cpu: usize, at_ns: u64) {
+        self.requests.push(Request::IdlePoll { cpu, at_ns });
     }
 
     /// `set_task_cpu()`: record that `p` now belongs to `cpu`'s runqueue. Policies
