@@ -3,6 +3,7 @@
 
 pub mod cfs;
 pub mod fifo;
+pub mod ule;
 
 use schedlab_core::error::SpecError;
 use schedlab_core::sched::SchedClass;
@@ -11,6 +12,10 @@ use schedlab_core::sched::SchedClass;
 pub const POLICIES: &[(&str, &str)] = &[
     ("fifo", "one global FIFO queue: the ideal work-conserving reference"),
     ("cfs@4.19", "Linux CFS as of v4.19; features: +STEAL (Sistare 2018), +NO_<feature> for features.h switches"),
+    ("cfs@5.10", "Linux CFS as of v5.10; features: +NUMA_FORK_SPREAD (Gorman 2020), +NO_LOAD_RESOLUTION"),
+    ("cfs@5.15", "Linux CFS as of v5.15; features: +SCALE_WAKEUP_GRAN (Gorman 2021), +NO_LOAD_RESOLUTION"),
+    ("ule@pre", "FreeBSD ULE before D12130 (11.1): idle steal under spinlock_enter(); tunables --sysctl kern.sched.*"),
+    ("ule@post", "FreeBSD ULE after D12130 (11.2/12.0): interruptible idle steal, switch-out trysteal"),
 ];
 
 /// Builds a policy from its name (`fifo`, later `cfs@4.19+STEAL` …) and `--sysctl`s.
@@ -28,6 +33,7 @@ pub fn policy_by_name(name: &str, sysctls: &[(String, String)]) -> Result<Box<dy
             Ok(Box::new(fifo::GlobalFifo::new(sysctls)?))
         }
         b if b.starts_with("cfs@") => Ok(Box::new(cfs::Cfs::new(&b[4..], features, sysctls)?)),
+        b if b.starts_with("ule@") => Ok(Box::new(ule::Ule::new(&b[4..], features, sysctls)?)),
         _ => Err(SpecError::new("policy", name, format!("one of: {known}"))),
     }
 }
