@@ -243,6 +243,9 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         per_cpu_scanned_ns: floor(cache_line_ns / 2.0, 1),
         per_rq_lock_ns: floor(cache_line_ns + atomic_ns, 1),
         per_task_examined_ns: floor(cache_line_ns, 1),
+        // One cache-line latency is measured; the cross-LLC line is not.
+        per_cpu_scanned_cross_llc_ns: None,
+        per_rq_lock_cross_llc_ns: None,
     };
     notes.estimated(format!(
         "sched_ops = {}/{}/{} ns (per CPU scanned/rq lock/task examined): 1/2, 1 + atomic \

@@ -137,6 +137,7 @@ fn stats_json(s: &CpuStats) -> serde_json::Value {
         "ttwu_count": s.ttwu_count, "ttwu_local": s.ttwu_local, "run_ns": s.run_ns, "wait_ns": s.wait_ns,
         "timeslices": s.timeslices, "idle_entries": s.idle_entries, "migrations_in": s.migrations_in,
         "sched_ns": s.sched_ns, "find_ns": s.find_ns, "busy_ns": s.busy_ns, "steals": s.steals, "steal_fails": s.steal_fails,
+        "switch_steals": s.switch_steals, "steal_restarts": s.steal_restarts,
         "lb_count": s.lb_count, "lb_gained": s.lb_gained, "newidle_skipped": s.newidle_skipped,
     })
 }

@@ -34,6 +34,25 @@ pub struct SchedOpCost {
     pub per_rq_lock_ns: u64,
     /// Examining one task on a runqueue (can_migrate_task and friends).
     pub per_task_examined_ns: u64,
+    /// `per_cpu_scanned_ns` for a CPU in another last-level cache, whose runqueue
+    /// line crosses the interconnect; absent = the same as within the LLC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_cpu_scanned_cross_llc_ns: Option<u64>,
+    /// `per_rq_lock_ns` for a runqueue in another last-level cache; absent = the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_rq_lock_cross_llc_ns: Option<u64>,
+}
+
+impl SchedOpCost {
+    /// Looking at a CPU in another LLC than the searcher's.
+    pub fn scanned_far_ns(&self) -> u64 {
+        self.per_cpu_scanned_cross_llc_ns.unwrap_or(self.per_cpu_scanned_ns)
+    }
+
+    /// Locking a runqueue in another LLC than the locker's.
+    pub fn lock_far_ns(&self) -> u64 {
+        self.per_rq_lock_cross_llc_ns.unwrap_or(self.per_rq_lock_ns)
+    }
 }
 
 /// One machine's costs. See `machines/broadwell-ep.toml` for a documented example.

@@ -156,6 +156,8 @@ pub struct IrqOffStats {
     pub(crate) masked_until_ns: Vec<u64>,
     /// Length of every section, ns.
     pub sections: Histogram<u64>,
+    /// The same, by the kernel function holding the section.
+    pub by_site: std::collections::BTreeMap<&'static str, Histogram<u64>>,
     /// Sum of the section lengths, ns.
     pub total_ns: u64,
     /// Interrupts (reschedule IPIs, idle wakeups) delivered.
@@ -169,6 +171,7 @@ impl IrqOffStats {
         IrqOffStats {
             masked_until_ns: vec![0; ncpus],
             sections: latency_histogram(),
+            by_site: std::collections::BTreeMap::new(),
             total_ns: 0,
             interrupts: 0,
             delays: latency_histogram(),
@@ -326,7 +329,8 @@ impl System {
     /// spin lock section: `spinlock_enter()` on FreeBSD, `raw_spin_lock_irq` on
     /// Linux). The section starts when the CPU's earlier scheduler work ends; an
     /// interrupt (an IPI) reaching the CPU inside it waits for its end.
-    pub fn charge_irq_off(&mut self, cpu: usize, kind: Charge, ns: u64) {
+    /// `site` names the kernel function holding the section, for the breakdown.
+    pub fn charge_irq_off(&mut self, cpu: usize, kind: Charge, site: &'static str, ns: u64) {
         let start = if self.active[cpu] { self.now_ns + self.pending_overhead_ns[cpu] } else { self.now_ns };
         self.charge(cpu, kind, ns);
         let end = start + ns;
@@ -334,6 +338,7 @@ impl System {
         irq.masked_until_ns[cpu] = irq.masked_until_ns[cpu].max(end);
         irq.total_ns += ns;
         let _ = irq.sections.record(ns.max(1));
+        let _ = irq.by_site.entry(site).or_insert_with(latency_histogram).record(ns.max(1));
     }
 
     /// `resched_curr()` of a remote runqueue, asked from `from`: the engine sends the

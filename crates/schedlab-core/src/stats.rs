@@ -37,6 +37,12 @@ pub struct CpuStats {
     pub steals: u64,
     /// Steal attempts that found nothing.
     pub steal_fails: u64,
+    /// Of `steals`, those made while switching out, before the idle thread ran
+    /// (ULE's `tdq_trysteal()`).
+    pub switch_steals: u64,
+    /// Idle searches restarted because the victim found had gone stale (ULE
+    /// after D12130).
+    pub steal_restarts: u64,
     /// `load_balance()` calls with this CPU as destination, all domains and idle
     /// types (schedstat `lb_count` summed).
     pub lb_count: u64,
@@ -65,6 +71,8 @@ impl CpuStats {
             busy_ns: self.busy_ns - earlier.busy_ns,
             steals: self.steals - earlier.steals,
             steal_fails: self.steal_fails - earlier.steal_fails,
+            switch_steals: self.switch_steals - earlier.switch_steals,
+            steal_restarts: self.steal_restarts - earlier.steal_restarts,
             lb_count: self.lb_count - earlier.lb_count,
             lb_gained: self.lb_gained - earlier.lb_gained,
             newidle_skipped: self.newidle_skipped - earlier.newidle_skipped,
@@ -87,6 +95,8 @@ impl CpuStats {
         self.busy_ns += o.busy_ns;
         self.steals += o.steals;
         self.steal_fails += o.steal_fails;
+        self.switch_steals += o.switch_steals;
+        self.steal_restarts += o.steal_restarts;
         self.lb_count += o.lb_count;
         self.lb_gained += o.lb_gained;
         self.newidle_skipped += o.newidle_skipped;

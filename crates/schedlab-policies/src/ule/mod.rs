@@ -119,16 +119,6 @@ struct Tdq {
     idled: Option<IdledSearch>,
 }
 
-/// Counters for tests and reports.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UleCounters {
-    pub idle_steals: u64,
-    pub switch_steals: u64,
-    pub balancer_moves: u64,
-    pub stale_restarts: u64,
-    pub idled_searches: u64,
-}
-
 pub struct Ule {
     variant: Variant,
     tun: Tunables,
@@ -140,7 +130,6 @@ pub struct Ule {
     ts: Vec<TdSched>,
     /// `balance_ticks`: stat ticks to the next balancer run.
     balance_ticks: i64,
-    pub counters: UleCounters,
 }
 
 impl Ule {
@@ -167,7 +156,6 @@ impl Ule {
             tdq: Vec::new(),
             ts: Vec::new(),
             balance_ticks: 0,
-            counters: UleCounters::default(),
         })
     }
 
@@ -202,9 +190,10 @@ impl Ule {
         ts.user_pri = prio::user_priority(&ts.h, nice, interact, &clk);
     }
 
-    /// The tie-break draw of cpu_search() on `cpu`: POST sched_random() % 32; PRE the
-    /// top 6 bits of the same LCG.
-    fn search(&mut self, cpu: usize, g: usize, mask: &CpuSet, s: Search) -> (Option<usize>, u64) {
+    /// cpu_search() run by `cpu`, with its cost: each CPU looked at costs a read of
+    /// its runqueue line, dearer from another LLC. The tie-break draw is POST
+    /// sched_random() % 32, PRE the top 6 bits of the same LCG.
+    fn search(&mut self, sys: &System, cpu: usize, g: usize, mask: &CpuSet, s: Search) -> (Option<usize>, u64) {
         let topo = self.topo.take().expect("ule initialised");
         let variant = self.variant;
         let tdq = std::mem::take(&mut self.tdq);
@@ -220,22 +209,49 @@ impl Ule {
                 Variant::Pre => (randomval >> 26) as i64,
             }
         };
-        let mut examined = 0;
-        let (best, _) = cpu_search(&topo, g, mask, &view, s, &mut rnd, &mut examined);
+        let mut ns = 0;
+        let (near, far) = (sys.cost.sched_ops.per_cpu_scanned_ns, sys.cost.sched_ops.scanned_far_ns());
+        let mut examine = |c: usize| ns += if same_llc(sys, cpu, c) { near } else { far };
+        let (best, _) = cpu_search(&topo, g, mask, &view, s, &mut rnd, &mut examine);
         self.tdq = tdq;
         self.tdq[cpu].randomval = randomval;
         self.topo = Some(topo);
-        (best.map(|b| b.0), examined)
+        (best.map(|b| b.0), ns)
+    }
+
+    /// `cpu` takes the lock of `q`'s queue.
+    fn lock_ns(sys: &System, cpu: usize, q: usize) -> u64 {
+        let c = &sys.cost.sched_ops;
+        if same_llc(sys, cpu, q) {
+            c.per_rq_lock_ns
+        } else {
+            c.lock_far_ns()
+        }
+    }
+
+    /// tdq_lock_pair() taken by `cpu` on its own queue and `other`'s.
+    fn lock_pair_ns(sys: &System, cpu: usize, other: usize) -> u64 {
+        Self::lock_ns(sys, cpu, cpu) + Self::lock_ns(sys, cpu, other)
     }
 
     /// sched_lowest().
-    fn sched_lowest(&mut self, cpu: usize, g: usize, mask: &CpuSet, pri: i32, limit: u32, prefer: usize) -> (Option<usize>, u64) {
-        self.search(cpu, g, mask, Search::Lowest { pri, limit, prefer: Some(prefer) })
+    #[allow(clippy::too_many_arguments)]
+    fn sched_lowest(
+        &mut self,
+        sys: &System,
+        cpu: usize,
+        g: usize,
+        mask: &CpuSet,
+        pri: i32,
+        limit: u32,
+        prefer: usize,
+    ) -> (Option<usize>, u64) {
+        self.search(sys, cpu, g, mask, Search::Lowest { pri, limit, prefer: Some(prefer) })
     }
 
     /// sched_highest().
-    fn sched_highest(&mut self, cpu: usize, g: usize, mask: &CpuSet, minload: u32) -> (Option<usize>, u64) {
-        self.search(cpu, g, mask, Search::Highest { limit: minload })
+    fn sched_highest(&mut self, sys: &System, cpu: usize, g: usize, mask: &CpuSet, minload: u32) -> (Option<usize>, u64) {
+        self.search(sys, cpu, g, mask, Search::Highest { limit: minload })
     }
 
     /// SCHED_AFFINITY(ts, level): switched out less than `level` x affinity ticks ago.
@@ -244,20 +260,21 @@ impl Ule {
     }
 
     /// Mirrors sched_ule.c:sched_pickcpu() (identical before and after D12130).
-    /// Returns the CPU and the number of CPUs its searches examined.
+    /// Returns the CPU and the cost of its searches.
     fn sched_pickcpu(&mut self, sys: &System, p: TaskId, self_cpu: usize) -> (usize, u64) {
         let ticks = self.ticks(sys);
         let task = &sys.tasks[p];
         let ts_cpu = self.ts[p].cpu;
         let pri = self.ts[p].pri;
-        let mut examined = 0;
+        let near = sys.cost.sched_ops.per_cpu_scanned_ns;
+        let mut ns = 0;
         // The last CPU if it is idle and its L2 is still warm (all SMT siblings idle).
         let leaf = self.topo().leaf[ts_cpu];
         if task.can_run_on(ts_cpu) && self.tdq[ts_cpu].lowpri >= PRI_MIN_IDLE && self.affinity(ticks, p, CG_SHARE_L2) {
             let g = &self.topo().groups[leaf];
-            examined += 1;
+            ns += near * g.mask.count() as u64;
             if !g.smt || g.mask.iter().all(|c| self.tdq[c].lowpri >= PRI_MIN_IDLE) {
-                return (ts_cpu, examined + g.mask.count() as u64);
+                return (ts_cpu, ns);
             }
         }
         // The outermost non-SMT group whose cache is still warm.
@@ -275,21 +292,21 @@ impl Ule {
         let mut cpu = None;
         if let Some(g) = ccg.filter(|&g| self.topo().groups[g].mask != self.topo().groups[root].mask) {
             // An idle CPU in the warm group.
-            let (c, n) = self.sched_lowest(self_cpu, g, &mask, pri.max(PRI_MAX_TIMESHARE), u32::MAX, ts_cpu);
+            let (c, n) = self.sched_lowest(sys, self_cpu, g, &mask, pri.max(PRI_MAX_TIMESHARE), u32::MAX, ts_cpu);
             cpu = c;
-            examined += n;
+            ns += n;
         }
         if cpu.is_none() {
             // A CPU where it would be the best thread.
-            let (c, n) = self.sched_lowest(self_cpu, root, &mask, pri, u32::MAX, ts_cpu);
+            let (c, n) = self.sched_lowest(sys, self_cpu, root, &mask, pri, u32::MAX, ts_cpu);
             cpu = c;
-            examined += n;
+            ns += n;
         }
         if cpu.is_none() {
             // The least loaded CPU at all.
-            let (c, n) = self.sched_lowest(self_cpu, root, &mask, -1, u32::MAX, ts_cpu);
+            let (c, n) = self.sched_lowest(sys, self_cpu, root, &mask, -1, u32::MAX, ts_cpu);
             cpu = c;
-            examined += n;
+            ns += n;
         }
         let cpu = cpu.unwrap_or(ts_cpu);
         // Prefer this CPU when it is about as loaded and the thread would run first.
@@ -299,9 +316,9 @@ impl Ule {
             && self.tdq[cpu].lowpri < PRI_MIN_IDLE
             && me.load <= self.tdq[cpu].load + 1
         {
-            return (self_cpu, examined);
+            return (self_cpu, ns);
         }
-        (cpu, examined)
+        (cpu, ns)
     }
 
     /// tdq_runq_add() with the transferable count.
@@ -391,13 +408,14 @@ impl Ule {
         (None, examined)
     }
 
-    /// tdq_move(): one thread from `from` to `to`. Returns it and the threads examined.
+    /// tdq_move(): one thread from `from` to `to`. Returns it and the cost of
+    /// looking at the threads on the way.
     fn tdq_move(&mut self, sys: &mut System, from: usize, to: usize) -> (Option<TaskId>, u64) {
         let (p, examined) = self.tdq_steal(sys, from, to);
         if let Some(p) = p {
             self.move_thread(sys, p, from, to);
         }
-        (p, examined)
+        (p, examined * sys.cost.sched_ops.per_task_examined_ns)
     }
 
     /// Mirrors sched_ule.c:tdq_notify() for a thread just queued on `cpu` from elsewhere.
@@ -406,13 +424,6 @@ impl Ule {
         if prio::should_preempt(self.ts[p].pri, cpri, true, self.tun.preempt_thresh) {
             sys.resched_cpu(cpu, sys.this_cpu());
         }
-    }
-
-    /// The cost of a search that examined `cpus` CPUs, took `locks` locks and looked
-    /// at `tasks` threads.
-    fn search_ns(sys: &System, cpus: u64, locks: u64, tasks: u64) -> u64 {
-        let c = &sys.cost.sched_ops;
-        cpus * c.per_cpu_scanned_ns + locks * c.per_rq_lock_ns + tasks * c.per_task_examined_ns
     }
 
     /// sched_clock() on a stat tick of busy `cpu` running `p`. True = slice ended.
@@ -445,15 +456,6 @@ impl Ule {
             return true;
         }
         false
-    }
-
-    /// The per-CPU counters of the scheduler, for tests.
-    pub fn tdq_load(&self, cpu: usize) -> u32 {
-        self.tdq[cpu].load
-    }
-
-    pub fn variant(&self) -> Variant {
-        self.variant
     }
 }
 
@@ -548,10 +550,11 @@ impl SchedClass for Ule {
         }
         // sched_add(): recompute the priority, then place.
         self.sched_priority(sys, p);
-        let (cpu, examined) = self.sched_pickcpu(sys, p, waker_cpu);
-        // sched_add() runs under the thread lock: interrupts are off for the search.
-        let ns = Self::search_ns(sys, examined, 1, 0);
-        sys.charge_irq_off(waker_cpu, Charge::Find, ns);
+        let (cpu, search_ns) = self.sched_pickcpu(sys, p, waker_cpu);
+        // sched_add() runs under the thread lock: interrupts are off for the search
+        // and for taking the target queue's lock.
+        let ns = search_ns + Self::lock_ns(sys, waker_cpu, cpu);
+        sys.charge_irq_off(waker_cpu, Charge::Find, "sched_add", ns);
         self.ts[p].cpu = cpu;
         cpu
     }
@@ -707,4 +710,10 @@ impl Ule {
             }
         }
     }
+}
+
+/// Both CPUs share a last-level cache.
+fn same_llc(sys: &System, a: usize, b: usize) -> bool {
+    let (x, y) = (&sys.topo.cpus[a], &sys.topo.cpus[b]);
+    x.node == y.node && x.llc == y.llc
 }

@@ -37,7 +37,6 @@ impl Ule {
             return None;
         }
         self.tdq[cpu].idle_oldsw = sw;
-        self.counters.idled_searches += 1;
         match self.variant {
             Variant::Pre => {
                 if self.tdq_idled_pre(sys, cpu) {
@@ -67,32 +66,34 @@ impl Ule {
     fn tdq_idled_pre(&mut self, sys: &mut System, cpu: usize) -> bool {
         let mut mask = self.others(cpu);
         let mut cg = Some(self.topo().leaf[cpu]);
-        let (mut cpus, mut locks, mut tasks) = (0, 0, 0);
+        let mut ns = 0;
         let mut moved = false;
         while let Some(g) = cg {
             let thresh = if self.topo().groups[g].smt { 1 } else { self.tun.steal_thresh };
-            let (best, examined) = self.sched_highest(cpu, g, &mask, thresh);
-            cpus += examined;
+            let (best, search_ns) = self.sched_highest(sys, cpu, g, &mask, thresh);
+            ns += search_ns;
             let Some(victim) = best else {
                 cg = self.topo().groups[g].parent;
                 continue;
             };
             mask.clear(victim);
-            locks += 2;
+            ns += Self::lock_pair_ns(sys, cpu, victim);
             let v = &self.tdq[victim];
             if v.load < thresh || v.transferable == 0 {
                 continue;
             }
-            let (p, examined) = self.tdq_move(sys, victim, cpu);
-            tasks += examined;
+            let (p, move_ns) = self.tdq_move(sys, victim, cpu);
+            ns += move_ns;
             if p.is_some() {
-                self.counters.idle_steals += 1;
+                sys.stats[cpu].steals += 1;
                 moved = true;
                 break;
             }
         }
-        let ns = Self::search_ns(sys, cpus, locks, tasks);
-        sys.charge_irq_off(cpu, Charge::Find, ns);
+        if !moved {
+            sys.stats[cpu].steal_fails += 1;
+        }
+        sys.charge_irq_off(cpu, Charge::Find, "tdq_idled", ns);
         moved
     }
 
@@ -110,29 +111,31 @@ impl Ule {
         if let Some(victim) = st.victim.take() {
             let v = &self.tdq[victim];
             if v.load < thresh || v.transferable == 0 {
-                self.counters.stale_restarts += 1;
+                sys.stats[cpu].steal_restarts += 1;
                 st.cg = self.topo().leaf[cpu];
             } else {
                 // tdq_lock_pair(), the locked re-check (nothing can change between
                 // the two in the model), tdq_move(): interrupts off.
-                let (p, examined) = self.tdq_move(sys, victim, cpu);
-                let ns = Self::search_ns(sys, 0, 2, examined);
-                sys.charge_irq_off(cpu, Charge::Find, ns);
+                let (p, move_ns) = self.tdq_move(sys, victim, cpu);
+                let ns = Self::lock_pair_ns(sys, cpu, victim) + move_ns;
+                sys.charge_irq_off(cpu, Charge::Find, "tdq_idled", ns);
                 if p.is_some() {
-                    self.counters.idle_steals += 1;
+                    sys.stats[cpu].steals += 1;
                     return true;
                 }
                 st.mask.clear(victim);
             }
         }
-        let (best, examined) = self.sched_highest(cpu, st.cg, &st.mask, thresh);
-        let ns = Self::search_ns(sys, examined, 0, 0);
+        let (best, ns) = self.sched_highest(sys, cpu, st.cg, &st.mask, thresh);
         sys.charge(cpu, Charge::Find, ns);
         match best {
             Some(victim) => st.victim = Some(victim),
             None => match self.topo().groups[st.cg].parent {
                 Some(parent) => st.cg = parent,
-                None => return false,
+                None => {
+                    sys.stats[cpu].steal_fails += 1;
+                    return false;
+                }
             },
         }
         sys.idle_poll_at(cpu, sys.now_ns + ns.max(1));
@@ -150,13 +153,13 @@ impl Ule {
         if limit == 0 || self.tdq.len() < 2 {
             return;
         }
-        let mut mask = self.others(cpu);
+        let mask = self.others(cpu);
         let mut cg = self.topo().leaf[cpu];
         let mut level = 1;
-        let (mut cpus, mut locks, mut tasks) = (0, 0, 0);
+        let mut ns = 0;
         loop {
-            let (best, examined) = self.sched_highest(cpu, cg, &mask, self.tun.steal_thresh);
-            cpus += examined;
+            let (best, search_ns) = self.sched_highest(sys, cpu, cg, &mask, self.tun.steal_thresh);
+            ns += search_ns;
             let Some(victim) = best else {
                 level += 1;
                 match self.topo().groups[cg].parent {
@@ -169,17 +172,16 @@ impl Ule {
             };
             // sched_highest() just read the victim's counters and nothing ran since,
             // so the kernel's unlocked stale check cannot fire here.
-            mask.clear(victim);
-            locks += 2;
-            let (p, examined) = self.tdq_move(sys, victim, cpu);
-            tasks += examined;
+            ns += Self::lock_pair_ns(sys, cpu, victim);
+            let (p, move_ns) = self.tdq_move(sys, victim, cpu);
+            ns += move_ns;
             if p.is_some() {
-                self.counters.switch_steals += 1;
+                sys.stats[cpu].steals += 1;
+                sys.stats[cpu].switch_steals += 1;
             }
             break;
         }
-        let ns = Self::search_ns(sys, cpus, locks, tasks);
-        sys.charge_irq_off(cpu, Charge::Find, ns);
+        sys.charge_irq_off(cpu, Charge::Find, "tdq_trysteal", ns);
     }
 
     /// Mirrors sched_ule.c:sched_balance() + sched_balance_group(): on the boot
@@ -196,11 +198,12 @@ impl Ule {
             Variant::Post => 2,
         };
         let root = self.topo().root();
+        sys.stats[cpu].lb_count += 1;
         let mut hmask = CpuSet::full(self.tdq.len());
-        let (mut cpus, mut locks, mut tasks) = (0, 0, 0);
+        let mut ns = 0;
         'high: loop {
-            let (high, examined) = self.sched_highest(cpu, root, &hmask, minload);
-            cpus += examined;
+            let (high, search_ns) = self.sched_highest(sys, cpu, root, &hmask, minload);
+            ns += search_ns;
             let Some(high) = high else { break };
             hmask.clear(high);
             let mut lmask = hmask.clone();
@@ -210,21 +213,21 @@ impl Ule {
             let mut anylow = true;
             loop {
                 let limit = self.tdq[high].load.saturating_sub(1);
-                let (low, examined) = self.sched_lowest(cpu, root, &lmask, -1, limit, high);
-                cpus += examined;
+                let (low, search_ns) = self.sched_lowest(sys, cpu, root, &lmask, -1, limit, high);
+                ns += search_ns;
                 let Some(low) = low else {
                     if anylow {
                         break 'high;
                     }
                     continue 'high;
                 };
-                locks += 2;
+                // tdq_lock_pair(high, low), taken from the balancing CPU.
+                ns += Self::lock_ns(sys, cpu, high) + Self::lock_ns(sys, cpu, low);
                 let (h, l) = (&self.tdq[high], &self.tdq[low]);
-                let (p, examined) =
-                    if h.transferable != 0 && h.load > l.load { self.tdq_move(sys, high, low) } else { (None, 0) };
-                tasks += examined;
+                let (p, move_ns) = if h.transferable != 0 && h.load > l.load { self.tdq_move(sys, high, low) } else { (None, 0) };
+                ns += move_ns;
                 if let Some(p) = p {
-                    self.counters.balancer_moves += 1;
+                    sys.stats[low].lb_gained += 1;
                     self.balance_notify(sys, cpu, low, p);
                     hmask.clear(low);
                     continue 'high;
@@ -233,8 +236,7 @@ impl Ule {
                 anylow = false;
             }
         }
-        let ns = Self::search_ns(sys, cpus, locks, tasks);
-        sys.charge_irq_off(cpu, Charge::Find, ns);
+        sys.charge_irq_off(cpu, Charge::Find, "sched_balance", ns);
     }
 
     /// After sched_balance_pair() moved `p` to `low`: before D12130 an

@@ -123,8 +123,8 @@ pub enum Search {
 /// Mirrors sched_ule.c:cpu_search(): the least (most) loaded CPU on the least
 /// (most) loaded path of the tree, with random tie-breaks drawn per CPU
 /// examined. `rnd` draws the tie-break (POST: sched_random() % 32; PRE: the top
-/// 6 bits of the LCG). Returns (best CPU, the group's total load); `examined`
-/// counts the CPUs looked at, for the cost.
+/// 6 bits of the LCG). Returns (best CPU, the group's total load); `examine` is
+/// told of every CPU looked at, for the cost.
 pub fn cpu_search(
     t: &CpuTopo,
     g: usize,
@@ -132,7 +132,7 @@ pub fn cpu_search(
     view: &dyn Fn(usize) -> TdqView,
     s: Search,
     rnd: &mut dyn FnMut() -> i64,
-    examined: &mut u64,
+    examine: &mut dyn FnMut(usize),
 ) -> (Option<(usize, i64)>, i64) {
     let group = &t.groups[g];
     let lowest = matches!(s, Search::Lowest { .. });
@@ -158,7 +158,7 @@ pub fn cpu_search(
     if group.children.is_empty() {
         // The CPUs of a leaf, lowest id first (amd64 has an inline ffsl).
         for cpu in group.mask.iter() {
-            *examined += 1;
+            examine(cpu);
             let v = view(cpu);
             let mut load = v.load as i64 * 256;
             let r = rnd();
@@ -179,7 +179,7 @@ pub fn cpu_search(
     } else {
         // Children from the last to the first, as the kernel iterates cg_child[].
         for &child in group.children.iter().rev() {
-            let (cand, load) = cpu_search(t, child, mask, view, s, rnd, examined);
+            let (cand, load) = cpu_search(t, child, mask, view, s, rnd, examine);
             total += load;
             consider(load, cand, &mut best);
         }
@@ -237,7 +237,7 @@ mod tests {
             &view,
             Search::Lowest { pri: -1, limit: u32::MAX, prefer: None },
             &mut || 0,
-            &mut ex,
+            &mut |_| ex += 1,
         );
         assert_eq!(total, 5 * 256);
         assert!(matches!(best, Some((2, _)) | Some((3, _))), "{best:?}");
@@ -256,9 +256,9 @@ mod tests {
         ];
         let view = |c: usize| views[c];
         let mut ex = 0;
-        let (best, _) = cpu_search(&t, 0, &CpuSet::full(4), &view, Search::Highest { limit: 2 }, &mut || 0, &mut ex);
+        let (best, _) = cpu_search(&t, 0, &CpuSet::full(4), &view, Search::Highest { limit: 2 }, &mut || 0, &mut |_| ex += 1);
         assert_eq!(best.map(|b| b.0), Some(1));
-        let (best1, _) = cpu_search(&t, 0, &CpuSet::full(4), &view, Search::Highest { limit: 1 }, &mut || 0, &mut ex);
+        let (best1, _) = cpu_search(&t, 0, &CpuSet::full(4), &view, Search::Highest { limit: 1 }, &mut || 0, &mut |_| ex += 1);
         assert_eq!(best1.map(|b| b.0), Some(1), "load 2 beats load 1");
     }
 }

@@ -24,7 +24,13 @@ pub fn unit_profile() -> MachineProfile {
         clone_ns: 20_000,
         exit_ns: 10_000,
         migration: MigrationCost { smt_ns: 100, llc_ns: 1000, cross_llc_ns: 5000, cross_node_ns: 10_000 },
-        sched_ops: SchedOpCost { per_cpu_scanned_ns: 10, per_rq_lock_ns: 50, per_task_examined_ns: 20 },
+        sched_ops: SchedOpCost {
+            per_cpu_scanned_ns: 10,
+            per_rq_lock_ns: 50,
+            per_task_examined_ns: 20,
+            per_cpu_scanned_cross_llc_ns: None,
+            per_rq_lock_cross_llc_ns: None,
+        },
         node_mem_bw_mbps: 50_000,
     }
 }
