@@ -21,8 +21,8 @@ use crate::memory::MemoryModel;
 use crate::program::{ForkKind, MemAt, Op, OpResult, Program};
 use crate::rng::{SimRng, Stream};
 use crate::sched::{
-    Charge, CpuState, IrqOffStats, DequeueReason, EnqueueReason, Request, SchedClass, SelectReason, System, TaskGroupInfo, WakeFlags,
-    ROOT_TASK_GROUP_SHARES,
+    Charge, CpuState, DequeueReason, EnqueueReason, IrqOffStats, Request, SchedClass, SelectReason, System, TaskGroupInfo,
+    WakeFlags, ROOT_TASK_GROUP_SHARES,
 };
 use crate::stats::{latency_histogram, CpuStats};
 use crate::task::{nice_to_weight, Task, TaskId, TaskState};
@@ -532,7 +532,9 @@ impl Engine {
                     Request::Resched { cpu, from } => self.resched_curr(cpu, from),
                     // Logged in the destination CPU's context.
                     Request::Migrated { p, from, to } => self.emit(to, TraceKind::Migrate { p, orig_cpu: from, dest_cpu: to }),
-                    Request::IdlePoll { cpu, at_ns } => self.queue.push(at_ns.max(self.sys.now_ns), EventKind::IdlePoll { cpu: cpu as u32 }),
+                    Request::IdlePoll { cpu, at_ns } => {
+                        self.queue.push(at_ns.max(self.sys.now_ns), EventKind::IdlePoll { cpu: cpu as u32 })
+                    }
                 }
             }
             if self.sys.requests.is_empty() {
