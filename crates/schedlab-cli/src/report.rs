@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use schedlab_core::sched::IrqOffStats;
 use schedlab_core::stats::CpuStats;
 use schedlab_core::RunResult;
 
@@ -102,6 +103,7 @@ pub fn text(spec: &RunSpec, r: &RunResult, wall: Duration) -> String {
         let _ = write!(out, "  {label}={:.1}", h.value_at_percentile(p) as f64 / 1e3);
     }
     let _ = writeln!(out);
+    out.push_str(&irq_off_text(&r.irq_off));
     let tasks = r.tasks.len();
     let sum = |f: fn(&schedlab_core::engine::TaskSummary) -> u64| r.tasks.iter().map(f).sum::<u64>();
     let _ = writeln!(
@@ -129,6 +131,54 @@ pub fn text(spec: &RunSpec, r: &RunResult, wall: Duration) -> String {
     }
     let _ = writeln!(out, "digest={:016x}", r.digest);
     out
+}
+
+/// The scheduler's interrupts-disabled sections, overall and by the kernel function
+/// holding them, and the interrupts they delayed (µs). Empty when the policy
+/// reports none.
+pub fn irq_off_text(irq: &IrqOffStats) -> String {
+    let mut out = String::new();
+    if irq.sections.is_empty() {
+        return out;
+    }
+    let us = |ns: u64| ns as f64 / 1e3;
+    let dist = |h: &hdrhistogram::Histogram<u64>| {
+        format!(
+            "n={:<9} p50={:.3}  p99={:.3}  p99.9={:.3}  max={:.3}",
+            h.len(),
+            us(h.value_at_quantile(0.5)),
+            us(h.value_at_quantile(0.99)),
+            us(h.value_at_quantile(0.999)),
+            us(h.max())
+        )
+    };
+    let _ = writeln!(out, "interrupts-off scheduler sections (us), {:.3} ms in all:", irq.total_ns as f64 / 1e6);
+    let _ = writeln!(out, "  {:<14} {}", "all", dist(&irq.sections));
+    for (site, h) in &irq.by_site {
+        let _ = writeln!(out, "  {:<14} {}", site, dist(h));
+    }
+    let delayed = irq.delays.len();
+    let pct = if irq.interrupts == 0 { 0.0 } else { delayed as f64 * 100.0 / irq.interrupts as f64 };
+    let _ = write!(out, "interrupts (IPIs, idle wakeups) delayed by them: {delayed} of {} ({pct:.2}%)", irq.interrupts);
+    if delayed > 0 {
+        let _ = write!(out, ", delay (us) {}", dist(&irq.delays));
+    }
+    let _ = writeln!(out);
+    out
+}
+
+fn irq_off_json(irq: &IrqOffStats) -> serde_json::Value {
+    let dist = |h: &hdrhistogram::Histogram<u64>| {
+        json!({"count": h.len(), "p50": h.value_at_quantile(0.5), "p99": h.value_at_quantile(0.99),
+               "p999": h.value_at_quantile(0.999), "max": h.max()})
+    };
+    json!({
+        "total_ns": irq.total_ns,
+        "sections_ns": dist(&irq.sections),
+        "by_site_ns": irq.by_site.iter().map(|(k, h)| (k.to_string(), dist(h))).collect::<serde_json::Map<_, _>>(),
+        "interrupts": irq.interrupts,
+        "delays_ns": dist(&irq.delays),
+    })
 }
 
 fn stats_json(s: &CpuStats) -> serde_json::Value {
@@ -164,9 +214,11 @@ pub fn json(spec: &RunSpec, r: &RunResult) -> String {
             "p99": h.value_at_percentile(99.0), "p999": h.value_at_percentile(99.9), "max": h.max(),
         },
         "tasks": r.tasks.iter().map(|t| json!({
-            "pid": t.pid, "comm": t.comm, "run_ns": t.run_ns, "wait_ns": t.wait_ns, "sleep_ns": t.sleep_ns,
+            "pid": t.pid, "comm": t.comm, "run_ns": t.run_ns, "user_ns": t.user_ns, "sys_ns": t.sys_ns,
+            "wait_ns": t.wait_ns, "sleep_ns": t.sleep_ns,
             "switches": t.switches, "migrations": t.migrations,
         })).collect::<Vec<_>>(),
+        "irq_off": irq_off_json(&r.irq_off),
         "events": r.events,
         "end_ns": r.end_ns,
         "digest": format!("{:016x}", r.digest),
