@@ -295,6 +295,7 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
         machine: crate::machines::load(&a.machine)?,
         base: a.base.clone(),
         new: a.new.clone(),
+        others: Vec::new(),
         sysctls: parse_sysctls(&a.sysctls)?,
         workload: a.workload.clone(),
         vary: a.vary.as_deref().map(crate::compare::parse_vary).transpose()?,

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use schedlab_core::error::SpecError;
+use schedlab_core::sched::IrqOffStats;
 use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
 use schedlab_workloads::Workload;
 
@@ -29,6 +30,11 @@ pub struct RunRow {
     pub find_pct: f64,
     pub steal: f64,
     pub wasted_pct: f64,
+    /// time(1)'s user and sys: summed over every task, s.
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// The run's interrupts-off scheduler sections (None in means).
+    pub irq_off: Option<IrqOffStats>,
 }
 
 impl RunRow {
@@ -46,6 +52,9 @@ impl RunRow {
             find_pct: 100.0 * t.find_ns as f64 / (el * n),
             steal: t.steals as f64 / n,
             wasted_pct: 100.0 * r.wasted_ns as f64 / (el * n),
+            user_s: r.tasks.iter().map(|t| t.user_ns).sum::<u64>() as f64 / 1e9,
+            sys_s: r.tasks.iter().map(|t| t.sys_ns).sum::<u64>() as f64 / 1e9,
+            irq_off: Some(r.irq_off.clone()),
         }
     }
 }
@@ -59,7 +68,7 @@ pub struct Side {
 }
 
 impl Side {
-    fn from_runs(runs: Vec<RunRow>) -> Side {
+    pub fn from_runs(runs: Vec<RunRow>) -> Side {
         let n = runs.len().max(1) as f64;
         let avg = |f: fn(&RunRow) -> f64| runs.iter().map(f).sum::<f64>() / n;
         let mean = RunRow {
@@ -72,6 +81,9 @@ impl Side {
             find_pct: avg(|r| r.find_pct),
             steal: avg(|r| r.steal),
             wasted_pct: avg(|r| r.wasted_pct),
+            user_s: avg(|r| r.user_s),
+            sys_s: avg(|r| r.sys_s),
+            irq_off: None,
         };
         // Sample standard deviation, as the seed's "%stdev" (stdev / mean × 100).
         let var =
@@ -87,6 +99,8 @@ pub struct Row {
     pub vary: String,
     pub base: Side,
     pub new: Side,
+    /// The `others` policies, in order.
+    pub others: Vec<Side>,
 }
 
 impl Row {
@@ -106,6 +120,8 @@ pub struct Comparison {
     pub machine: MachineProfile,
     pub base: String,
     pub new: String,
+    /// More policies run beside base and new (e.g. 4bsd beside two ULEs).
+    pub others: Vec<String>,
     pub sysctls: Vec<(String, String)>,
     /// The workload spec without the varied key.
     pub workload: String,
@@ -143,7 +159,7 @@ impl Comparison {
 
     /// Checks every input (policies, sysctls, workloads) before any run starts.
     pub fn validate(&self) -> Result<(), SpecError> {
-        for p in [&self.base, &self.new] {
+        for p in self.policies() {
             schedlab_policies::policy_by_name(p, &self.sysctls)?;
         }
         if self.runs == 0 || self.runs > 10_000 {
@@ -152,12 +168,17 @@ impl Comparison {
         self.row_workloads().map(|_| ())
     }
 
+    /// Base, new, then the others.
+    fn policies(&self) -> impl Iterator<Item = &String> {
+        [&self.base, &self.new].into_iter().chain(self.others.iter())
+    }
+
     /// Runs every (row, side, seed) on all cores and gathers the rows in order.
     pub fn run(&self, progress: bool) -> Result<Vec<Row>, Failure> {
         let rows = self.row_workloads()?;
         let mut jobs = Vec::new();
         for (ri, (_, w)) in rows.iter().enumerate() {
-            for (si, policy) in [&self.base, &self.new].into_iter().enumerate() {
+            for (si, policy) in self.policies().enumerate() {
                 for k in 0..self.runs {
                     jobs.push((ri, si, policy.clone(), w.clone(), self.first_seed + k));
                 }
@@ -200,14 +221,20 @@ impl Comparison {
             eprintln!();
         }
         let results = results.into_inner().expect("threads joined");
-        let mut per: Vec<[Vec<RunRow>; 2]> = (0..rows.len()).map(|_| [Vec::new(), Vec::new()]).collect();
+        let sides = self.policies().count();
+        let mut per: Vec<Vec<Vec<RunRow>>> = (0..rows.len()).map(|_| vec![Vec::new(); sides]).collect();
         for ((ri, si, ..), r) in jobs.iter().zip(results) {
             per[*ri][*si].push(r.expect("every job ran")?);
         }
         Ok(rows
             .into_iter()
             .zip(per)
-            .map(|((vary, _), [b, n])| Row { vary, base: Side::from_runs(b), new: Side::from_runs(n) })
+            .map(|((vary, _), sides)| {
+                let mut sides = sides.into_iter().map(Side::from_runs);
+                let base = sides.next().expect("a base side");
+                let new = sides.next().expect("a new side");
+                Row { vary, base, new, others: sides.collect() }
+            })
             .collect())
     }
 }
@@ -314,7 +341,7 @@ fn row_labels(rows: &[Row]) -> Vec<String> {
     rows.iter().map(|r| if r.vary.is_empty() { "1".to_string() } else { r.vary.clone() }).collect()
 }
 
-fn report_failure(e: schedlab_report::ReportError) -> Failure {
+pub fn report_failure(e: schedlab_report::ReportError) -> Failure {
     Failure::Run(format!("report: {e}"))
 }
 

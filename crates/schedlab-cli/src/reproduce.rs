@@ -8,6 +8,7 @@ use crate::cli::{parse_sysctls, parse_topology};
 use crate::compare::{self, Comparison, Row};
 use crate::Failure;
 use schedlab_core::error::SpecError;
+use schedlab_core::sched::IrqOffStats;
 
 /// Shipped experiments: (name, TOML).
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -29,6 +30,9 @@ pub struct Experiment {
     pub machine: String,
     pub base: String,
     pub new: String,
+    /// More policies run beside base and new (`ministat` layout).
+    #[serde(default)]
+    pub others: Vec<String>,
     /// The workload spec without the varied key.
     pub workload: String,
     /// The workload key each row sets.
@@ -37,8 +41,9 @@ pub struct Experiment {
     #[serde(default = "default_scale_key")]
     pub scale_key: String,
     /// How to print: `schedstat` (the steal seed's per-CPU tables), `mmtests`
-    /// (compare-kernels' Amean rows with the gain in per cent) or `mpstat` (system
-    /// %idle over the measured window).
+    /// (compare-kernels' Amean rows with the gain in per cent), `mpstat` (system
+    /// %idle over the measured window) or `ministat` (time(1)'s real, user and sys
+    /// of every policy against the base, and their interrupts-off sections).
     #[serde(default = "default_layout")]
     pub layout: String,
     #[serde(default)]
@@ -75,6 +80,14 @@ pub struct Targets {
     pub base_idle_at_least: Option<f64>,
     /// …and the new policy less than this.
     pub new_idle_below: Option<f64>,
+    /// `ministat` layout: the new policy's wall time within ± this % of the base's…
+    pub new_time_within_pct: Option<f64>,
+    /// …the others' wall time this much (%) slower than the base's…
+    pub others_time_worse_pct: Option<[f64; 2]>,
+    /// …and the base's interrupts-off sections at `irq_site` (max and p99) at least
+    /// this many times the new policy's.
+    pub irq_cut_at_least: Option<f64>,
+    pub irq_site: Option<String>,
 }
 
 /// One published row.
@@ -91,6 +104,9 @@ pub struct PublishedRow {
     pub target_gain: Option<[f64; 2]>,
     pub base: PublishedSide,
     pub new: PublishedSide,
+    /// The `others` policies' published sides, in order.
+    #[serde(default)]
+    pub others: Vec<PublishedSide>,
 }
 
 /// One side of a published row; counters are per-CPU averages, as the seed prints.
@@ -98,6 +114,10 @@ pub struct PublishedRow {
 #[serde(deny_unknown_fields)]
 pub struct PublishedSide {
     pub time_s: f64,
+    /// time(1)'s user and sys (`ministat` layout), and the runs behind the means.
+    pub user_s: Option<f64>,
+    pub sys_s: Option<f64>,
+    pub n: Option<u64>,
     pub busy_pct: Option<f64>,
     pub slice_ms: Option<f64>,
     pub sched: Option<f64>,
@@ -131,8 +151,15 @@ pub fn load(name_or_path: &str) -> Result<Experiment, SpecError> {
     if e.rows.is_empty() {
         return Err(SpecError::new("experiment rows", &origin, "at least one [[rows]] entry"));
     }
-    if !["schedstat", "mmtests", "mpstat"].contains(&e.layout.as_str()) {
-        return Err(SpecError::new("experiment layout", &e.layout, "schedstat, mmtests or mpstat"));
+    if !["schedstat", "mmtests", "mpstat", "ministat"].contains(&e.layout.as_str()) {
+        return Err(SpecError::new("experiment layout", &e.layout, "schedstat, mmtests, mpstat or ministat"));
+    }
+    if let Some(bad) = e.rows.iter().find(|r| r.others.len() != e.others.len()) {
+        return Err(SpecError::new(
+            "experiment rows.others",
+            format!("{} sides in row {}", bad.others.len(), bad.vary),
+            format!("one published side per policy in others ({})", e.others.len()),
+        ));
     }
     if !e.workload.split_whitespace().any(|w| w.starts_with(&format!("{}=", e.scale_key))) {
         return Err(SpecError::new("experiment scale_key", &e.scale_key, format!("a key of the workload '{}'", e.workload)));
@@ -173,6 +200,7 @@ impl Experiment {
             machine: crate::machines::load(&self.machine)?,
             base: self.base.clone(),
             new: self.new.clone(),
+            others: self.others.clone(),
             sysctls: parse_sysctls(&self.sysctls)?,
             workload,
             vary: Some((self.vary.clone(), values)),
@@ -219,6 +247,21 @@ impl Experiment {
         if let Some(m) = t.find_at_most_pct {
             out.push((format!("%find ≤ {m}"), r.base.mean.find_pct <= m && r.new.mean.find_pct <= m));
         }
+        if let Some(w) = t.new_time_within_pct {
+            out.push((format!("{} wall within ±{w}% of {}", self.new, self.base), time_vs_base_pct(r, &r.new).abs() <= w));
+        }
+        if let Some([lo, hi]) = t.others_time_worse_pct {
+            for (name, side) in self.others.iter().zip(&r.others) {
+                let d = time_vs_base_pct(r, side);
+                out.push((format!("{name} wall {lo}..{hi}% above {}", self.base), (lo..=hi).contains(&d)));
+            }
+        }
+        if let (Some(x), Some(site)) = (t.irq_cut_at_least, &t.irq_site) {
+            let (base, new) = (merged_irq_site(&r.base, site), merged_irq_site(&r.new, site));
+            let cut = |q: f64| base.value_at_quantile(q) as f64 / (new.value_at_quantile(q).max(1) as f64);
+            out.push((format!("{site} max cut ≥ {x}×"), cut(1.0) >= x));
+            out.push((format!("{site} p99 cut ≥ {x}×"), cut(0.99) >= x));
+        }
         out
     }
 
@@ -230,6 +273,9 @@ impl Experiment {
         }
         if self.layout == "mpstat" {
             return Ok(self.mpstat_text(c, rows));
+        }
+        if self.layout == "ministat" {
+            return self.ministat_text(c, rows);
         }
         Ok(self.schedstat_text(c, rows))
     }
@@ -336,6 +382,69 @@ impl Experiment {
         out
     }
 
+    /// time(1)'s view of every policy: real, user and sys, published beside
+    /// simulated with the difference from the base, the targets, ministat's
+    /// comparison of the simulated runs, and each policy's interrupts-off sections.
+    fn ministat_text(&self, c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
+        let mut out = self.header(c);
+        let names: Vec<&String> = [&c.base, &c.new].into_iter().chain(c.others.iter()).collect();
+        for (p, r) in self.matched(rows) {
+            let sides: Vec<(&PublishedSide, &compare::Side)> =
+                [(&p.base, &r.base), (&p.new, &r.new)].into_iter().chain(p.others.iter().zip(&r.others)).collect();
+            out.push_str(&format!("\n{} = {}", self.vary, r.vary));
+            if let Some(n) = p.base.n {
+                out.push_str(&format!(" (published: means of {n} runs)"));
+            }
+            out.push('\n');
+            out.push_str(&format!(
+                "{:<10} | {:>19} | {:>17} | {:>19} | {:>19}\n",
+                "policy", "real s", "real vs base %", "user s", "sys s"
+            ));
+            out.push_str(&format!(
+                "{:<10} | {:>9} {:>9} | {:>8} {:>8} | {:>9} {:>9} | {:>9} {:>9}\n",
+                "", "pub", "sim", "pub", "sim", "pub", "sim", "pub", "sim"
+            ));
+            let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
+            for (name, (ps, side)) in names.iter().zip(&sides) {
+                let pub_vs = (ps.time_s / p.base.time_s - 1.0) * 100.0;
+                out.push_str(&format!(
+                    "{:<10} | {:>9.2} {:>9.2} | {:>8.2} {:>8.2} | {:>9} {:>9.2} | {:>9} {:>9.2}\n",
+                    name,
+                    ps.time_s,
+                    side.mean.time_s,
+                    pub_vs,
+                    time_vs_base_pct(r, side),
+                    opt(ps.user_s),
+                    side.mean.user_s,
+                    opt(ps.sys_s),
+                    side.mean.sys_s
+                ));
+            }
+        }
+        out.push_str(&self.targets_text(rows));
+        for r in rows {
+            let sides: Vec<&compare::Side> = [&r.base, &r.new].into_iter().chain(r.others.iter()).collect();
+            for (what, f) in [
+                ("real", (|x: &compare::RunRow| x.time_s) as fn(&compare::RunRow) -> f64),
+                ("user", |x| x.user_s),
+                ("sys", |x| x.sys_s),
+            ] {
+                if c.runs < 3 {
+                    break;
+                }
+                out.push_str(&format!("\nSimulated {what} seconds, {} = {}, as ministat prints it:\n", self.vary, r.vary));
+                let sets: Vec<(String, Vec<f64>)> =
+                    names.iter().zip(&sides).map(|(n, s)| (n.to_string(), s.runs.iter().map(f).collect())).collect();
+                out.push_str(&schedlab_report::ministat(&sets, 0.95).map_err(compare::report_failure)?);
+            }
+            for (name, side) in names.iter().zip(&sides) {
+                out.push_str(&format!("\n{name}, all runs: "));
+                out.push_str(&crate::report::irq_off_text(&merged_irq(side)));
+            }
+        }
+        Ok(out)
+    }
+
     fn schedstat_text(&self, c: &Comparison, rows: &[Row]) -> String {
         let mut out = String::new();
         let scale = self.counter_scale(c);
@@ -405,6 +514,32 @@ impl Experiment {
     }
 }
 
+/// A side's wall time against the base's, in per cent (positive = slower).
+pub fn time_vs_base_pct(r: &Row, side: &compare::Side) -> f64 {
+    let b = r.base.mean.time_s;
+    if b == 0.0 {
+        0.0
+    } else {
+        (side.mean.time_s / b - 1.0) * 100.0
+    }
+}
+
+/// The interrupts-off sections of every run of a side, merged.
+fn merged_irq(side: &compare::Side) -> IrqOffStats {
+    let mut runs = side.runs.iter().filter_map(|r| r.irq_off.as_ref());
+    let mut all = runs.next().cloned().expect("a side has runs");
+    for r in runs {
+        all.merge(r);
+    }
+    all
+}
+
+/// The merged sections of one site, empty when it never ran.
+fn merged_irq_site(side: &compare::Side, site: &str) -> hdrhistogram::Histogram<u64> {
+    let all = merged_irq(side);
+    all.by_site.get(site).cloned().unwrap_or_else(schedlab_core::stats::latency_histogram)
+}
+
 /// mmtests' gain for a time: (base − new) / base, in per cent.
 pub fn pct_gain(r: &Row) -> f64 {
     let b = r.base.mean.time_s;
@@ -422,7 +557,8 @@ pub struct SummaryLine {
     pub row: String,
     /// What is compared: `%speedup` (steal seed) or `gain %` (mmtests layouts).
     pub metric: &'static str,
-    pub published: f64,
+    /// None when nothing was published for it.
+    pub published: Option<f64>,
     pub simulated: f64,
     /// None when the row has no target.
     pub within_target: Option<bool>,
@@ -431,6 +567,9 @@ pub struct SummaryLine {
 impl Experiment {
     /// The summary lines of one experiment's rows.
     pub fn summary(&self, rows: &[Row]) -> Vec<SummaryLine> {
+        if self.layout == "ministat" {
+            return self.ministat_summary(rows);
+        }
         self.matched(rows)
             .map(|(p, r)| {
                 let checks = self.check(p, r);
@@ -443,7 +582,7 @@ impl Experiment {
                     experiment: self.name.clone(),
                     row: format!("{}={}", self.vary, r.vary),
                     metric,
-                    published,
+                    published: Some(published),
                     simulated,
                     within_target: (!checks.is_empty()).then(|| checks.iter().all(|(_, ok)| *ok)),
                 }
@@ -452,10 +591,57 @@ impl Experiment {
     }
 }
 
+impl Experiment {
+    /// `ministat` layout: each policy's wall time against the base's, and the cut
+    /// of the interrupts-off sections, each with its own target check.
+    fn ministat_summary(&self, rows: &[Row]) -> Vec<SummaryLine> {
+        let mut lines = Vec::new();
+        let t = &self.targets;
+        for (p, r) in self.matched(rows) {
+            let vs = |ps: &PublishedSide| (ps.time_s / p.base.time_s - 1.0) * 100.0;
+            let sim = time_vs_base_pct(r, &r.new);
+            lines.push(SummaryLine {
+                experiment: self.name.clone(),
+                row: self.new.clone(),
+                metric: "real vs base %",
+                published: Some(vs(&p.new)),
+                simulated: sim,
+                within_target: t.new_time_within_pct.map(|w| sim.abs() <= w),
+            });
+            for ((name, ps), side) in self.others.iter().zip(&p.others).zip(&r.others) {
+                let d = time_vs_base_pct(r, side);
+                lines.push(SummaryLine {
+                    experiment: self.name.clone(),
+                    row: name.clone(),
+                    metric: "real vs base %",
+                    published: Some(vs(ps)),
+                    simulated: d,
+                    within_target: t.others_time_worse_pct.map(|[lo, hi]| (lo..=hi).contains(&d)),
+                });
+            }
+            if let (Some(x), Some(site)) = (t.irq_cut_at_least, &t.irq_site) {
+                let (base, new) = (merged_irq_site(&r.base, site), merged_irq_site(&r.new, site));
+                for (q, metric) in [(1.0, "irq-off max x"), (0.99, "irq-off p99 x")] {
+                    let cut = base.value_at_quantile(q) as f64 / new.value_at_quantile(q).max(1) as f64;
+                    lines.push(SummaryLine {
+                        experiment: self.name.clone(),
+                        row: site.clone(),
+                        metric,
+                        published: None,
+                        simulated: cut,
+                        within_target: Some(cut >= x),
+                    });
+                }
+            }
+        }
+        lines
+    }
+}
+
 /// The summary table `reproduce all` ends with.
 pub fn summary_text(lines: &[SummaryLine]) -> String {
     let mut out = format!(
-        "{:<12} {:<14} {:<9} {:>10} {:>10}  {}\n",
+        "{:<15} {:<14} {:<14} {:>10} {:>10}  {}\n",
         "experiment", "row", "metric", "published", "simulated", "within target"
     );
     for l in lines {
@@ -464,9 +650,10 @@ pub fn summary_text(lines: &[SummaryLine]) -> String {
             Some(false) => "NO",
             None => "-",
         };
+        let published = l.published.map_or("-".to_string(), |p| format!("{p:.2}"));
         out.push_str(&format!(
-            "{:<12} {:<14} {:<9} {:>10.2} {:>10.2}  {}\n",
-            l.experiment, l.row, l.metric, l.published, l.simulated, target
+            "{:<15} {:<14} {:<14} {:>10} {:>10.2}  {}\n",
+            l.experiment, l.row, l.metric, published, l.simulated, target
         ));
     }
     let with: Vec<&SummaryLine> = lines.iter().filter(|l| l.within_target.is_some()).collect();
@@ -552,7 +739,7 @@ mod tests {
             experiment: "numa-fork".into(),
             row: row.into(),
             metric: "gain %",
-            published,
+            published: Some(published),
             simulated,
             within_target,
         };
@@ -562,10 +749,10 @@ mod tests {
             line("threads=79", 4.95, 0.0, Some(false)),
         ]);
         let expected = "\
-experiment   row            metric     published  simulated  within target
-numa-fork    threads=30     gain %         37.62      33.95  yes
-numa-fork    threads=21     gain %          7.74       4.04  -
-numa-fork    threads=79     gain %          4.95       0.00  NO
+experiment      row            metric          published  simulated  within target
+numa-fork       threads=30     gain %              37.62      33.95  yes
+numa-fork       threads=21     gain %               7.74       4.04  -
+numa-fork       threads=79     gain %               4.95       0.00  NO
 1 of 2 rows with a target are within it.
 ";
         assert_eq!(text, expected);

@@ -178,6 +178,17 @@ impl IrqOffStats {
         }
     }
 
+    /// Adds another run's sections and delays (for summaries over runs).
+    pub fn merge(&mut self, other: &IrqOffStats) {
+        let _ = self.sections.add(&other.sections);
+        for (site, h) in &other.by_site {
+            let _ = self.by_site.entry(site).or_insert_with(latency_histogram).add(h);
+        }
+        self.total_ns += other.total_ns;
+        self.interrupts += other.interrupts;
+        let _ = self.delays.add(&other.delays);
+    }
+
     /// An interrupt reaches `cpu` at `at_ns`: when its handler can run.
     pub(crate) fn deliver(&mut self, cpu: usize, at_ns: u64) -> u64 {
         self.interrupts += 1;
