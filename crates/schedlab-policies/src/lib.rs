@@ -2,6 +2,7 @@
 //! scheduler, named `family@version` with `+FEATURE` switches.
 
 pub mod cfs;
+pub mod bsd4;
 pub mod fifo;
 pub mod ule;
 
@@ -16,6 +17,7 @@ pub const POLICIES: &[(&str, &str)] = &[
     ("cfs@5.15", "Linux CFS as of v5.15; features: +SCALE_WAKEUP_GRAN (Gorman 2021), +NO_LOAD_RESOLUTION"),
     ("ule@pre", "FreeBSD ULE before D12130 (11.1): idle steal under spinlock_enter(); tunables --sysctl kern.sched.*"),
     ("ule@post", "FreeBSD ULE after D12130 (11.2/12.0): interruptible idle steal, switch-out trysteal"),
+    ("4bsd", "FreeBSD 4BSD (sched_4bsd.c, 11/12): one global run queue, estcpu decay; --sysctl kern.sched.quantum|slice"),
 ];
 
 /// Builds a policy from its name (`fifo`, later `cfs@4.19+STEAL` …) and `--sysctl`s.
@@ -33,6 +35,12 @@ pub fn policy_by_name(name: &str, sysctls: &[(String, String)]) -> Result<Box<dy
             Ok(Box::new(fifo::GlobalFifo::new(sysctls)?))
         }
         b if b.starts_with("cfs@") => Ok(Box::new(cfs::Cfs::new(&b[4..], features, sysctls)?)),
+        "4bsd" => {
+            if let Some(f) = features {
+                return Err(SpecError::new("policy feature", f, "no features for 4bsd"));
+            }
+            Ok(Box::new(bsd4::Bsd4::new(sysctls)?))
+        }
         b if b.starts_with("ule@") => Ok(Box::new(ule::Ule::new(&b[4..], features, sysctls)?)),
         _ => Err(SpecError::new("policy", name, format!("one of: {known}"))),
     }
