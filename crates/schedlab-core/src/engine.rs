@@ -476,6 +476,11 @@ impl Engine {
         self.process_requests();
         self.emit(waker_cpu, TraceKind::Wakeup { p, target_cpu: cpu });
         self.check_preempt(cpu, p, waker_cpu, flags);
+        // A timer wakeup runs in the timer interrupt: a reschedule it asked of its own
+        // CPU happens on the interrupt's return, if that CPU was running user code.
+        if waker.is_none() && self.sys.cpu_state(waker_cpu) == CpuState::Busy && self.sys.need_resched[waker_cpu] {
+            self.preempt_if_user(waker_cpu);
+        }
     }
 
     /// `check_preempt_curr()` after an enqueue on `cpu`, or wake it if idle.

@@ -150,3 +150,30 @@ fn a_policy_may_push_the_preempted_task_away_during_the_pick() {
     assert_eq!(r.tasks[0].migrations, 1);
     assert!(r.cpu_stats[1].run_ns > 0, "the pushed task finished on CPU 1");
 }
+
+#[test]
+fn timer_wakeup_preempts_user_code_on_the_interrupts_return() {
+    // One CPU: main forks a sleeper and sleeps 1 ms (the sleeper runs and starts its
+    // 12 ms sleep), then computes 40 ms in user space. The sleeper's timer fires on
+    // that busy CPU; after 11 ms of main's running, CFS places the sleeper 3 ms
+    // (sched_latency / 2) behind min_vruntime, more than the 1 ms wakeup
+    // granularity, so the wakeup asks to preempt, and the switch happens when the
+    // timer interrupt returns, not at the next tick (20 ms).
+    let sleeper = Script::new(vec![Op::Sleep { ns: 12_000_000 }]);
+    let ops = vec![
+        Op::Fork { kind: ForkKind::Process, comm: Some("sleeper".into()), program: Box::new(sleeper) },
+        Op::Sleep { ns: 1_000_000 },
+        Op::Compute { ns: 40_000_000 },
+        Op::WaitChild,
+    ];
+    let policy = schedlab_policies::policy_by_name("cfs@4.19", &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, hz: 100, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let r =
+        Engine::new(Topology::parse("1x1x1x1").unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)))
+            .run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    // Four wakeups: main's start, the fork's, and the two timers'. None waits for a
+    // tick: the fork's waits for main's sleep (~0.1 ms), the rest microseconds.
+    assert_eq!(r.latency.len(), 4);
+    assert!(r.latency.max() < 1_000_000, "a wakeup waited {} ns", r.latency.max());
+}
