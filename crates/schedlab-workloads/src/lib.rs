@@ -3,6 +3,7 @@
 
 pub mod groupmix;
 pub mod hackbench;
+pub mod make;
 pub mod params;
 pub mod pft;
 pub mod pipe;
@@ -14,6 +15,7 @@ use schedlab_core::RunResult;
 
 pub use groupmix::GroupMix;
 pub use hackbench::Hackbench;
+pub use make::Make;
 pub use pft::Pft;
 pub use pipe::PipeBench;
 pub use schbench::Schbench;
@@ -24,6 +26,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pipe", "pipe loops=L mode=process|thread (perf bench sched pipe)"),
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100]"),
+    (
+        "make",
+        "make [jobs=16] [dirs=560] [files=18000] [scale=1] [dir_parallel=2] [files_sigma_pct=120] [cc_ms=94] [cc_sigma_pct=100] [link_ms=150] [link_sigma_pct=100] [dir_ms=40] [exec_us=1600] [io_pct=12] (make -jN buildworld)",
+    ),
     (
         "groupmix",
         "groupmix tasks=50 shares=2 [busy_ms=100] [sleep_ms=100] [spread_pct=50] [warmup_ms=2000] [window_ms=10000] (low-weight cgroup mix)",
@@ -38,6 +44,7 @@ pub enum Workload {
     Pft(Pft),
     GroupMix(GroupMix),
     Schbench(Schbench),
+    Make(Make),
 }
 
 impl Workload {
@@ -70,6 +77,9 @@ impl Workload {
                 p.finish("threads, workers, runtime_ms, warmup_ms, sleep_us, work_us")?;
                 Ok(Workload::Schbench(b))
             }
+            // `scale` is a decimal fraction, which Params does not read: Make parses
+            // its whole spec itself (the other keys through Params, then finish()).
+            "make" => Ok(Workload::Make(Make::from_spec(spec)?)),
             _ => {
                 let known: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
                 Err(SpecError::new("workload", name, format!("one of: {}", known.join(", "))))
@@ -85,6 +95,7 @@ impl Workload {
             Workload::Pft(_) => "pft",
             Workload::GroupMix(_) => "groupmix",
             Workload::Schbench(_) => "schbench",
+            Workload::Make(_) => make::MAKE_COMM,
         }
     }
 
@@ -95,6 +106,7 @@ impl Workload {
             Workload::Pft(b) => b.main_program(),
             Workload::GroupMix(m) => m.main_program(),
             Workload::Schbench(b) => b.main_program(),
+            Workload::Make(b) => b.main_program(),
         }
     }
 
@@ -106,6 +118,7 @@ impl Workload {
             Workload::Pft(b) => b.banner(),
             Workload::GroupMix(m) => m.banner(),
             Workload::Schbench(b) => b.banner(),
+            Workload::Make(b) => b.banner(),
         }
     }
 
@@ -117,6 +130,7 @@ impl Workload {
             Workload::Pft(b) => b.result_lines(res),
             Workload::GroupMix(m) => m.result_lines(res),
             Workload::Schbench(b) => b.result_lines(res),
+            Workload::Make(b) => b.result_lines(res),
         }
     }
 }
