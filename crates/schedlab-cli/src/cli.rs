@@ -61,9 +61,10 @@ pub enum Command {
         #[arg(long)]
         runs: Option<u64>,
         /// A smaller run for a quick look: the value of the experiment's scale key
-        /// (loops= for hackbench, mb= for pft) instead of the published one.
+        /// (loops= for hackbench, mb= for pft, scale= for make) instead of the
+        /// published one.
         #[arg(long, alias = "loops")]
-        scale: Option<u64>,
+        scale: Option<String>,
         /// Only these rows, e.g. 1,2.
         #[arg(long, alias = "groups", value_delimiter = ',')]
         rows: Option<Vec<String>>,
@@ -257,8 +258,8 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             if let Some(r) = runs.filter(|&r| r == 0 || r > 10_000) {
                 return Err(SpecError::new("runs", r.to_string(), "an integer from 1 to 10000").into());
             }
-            if scale == Some(0) {
-                return Err(SpecError::new("scale", "0", "a positive integer").into());
+            if let Some(s) = scale.as_deref().filter(|s| s.parse::<f64>().map_or(true, |v| !(v > 0.0 && v.is_finite()))) {
+                return Err(SpecError::new("scale", s, "a positive number (an integer for integer keys)").into());
             }
             if name == "all" {
                 let ignored = [
@@ -281,7 +282,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 .into());
             }
             let plot = plot.map(|p| crate::plotfile::PlotFile::new(&p)).transpose()?;
-            crate::reproduce::run(&name, runs, scale, rows, format == Format::Json, plot.as_ref())
+            crate::reproduce::run(&name, runs, scale.as_deref(), rows, format == Format::Json, plot.as_ref())
         }
     }
 }

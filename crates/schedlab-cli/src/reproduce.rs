@@ -16,6 +16,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("numa-fork", include_str!("../../../experiments/numa-fork.toml")),
     ("wakeup-gran", include_str!("../../../experiments/wakeup-gran.toml")),
     ("load-resolution", include_str!("../../../experiments/load-resolution.toml")),
+    ("ule-steal", include_str!("../../../experiments/ule-steal.toml")),
 ];
 
 /// One experiment file.
@@ -168,7 +169,7 @@ pub fn load(name_or_path: &str) -> Result<Experiment, SpecError> {
 }
 
 /// The value of `key=` in a workload spec, if it has one.
-fn value_of(workload: &str, key: &str) -> Option<u64> {
+fn value_of(workload: &str, key: &str) -> Option<f64> {
     let prefix = format!("{key}=");
     workload.split_whitespace().find_map(|w| w.strip_prefix(prefix.as_str())).and_then(|v| v.parse().ok())
 }
@@ -176,7 +177,7 @@ fn value_of(workload: &str, key: &str) -> Option<u64> {
 impl Experiment {
     /// The comparison at `runs` runs per side and, if given, `scale` as the value
     /// of the experiment's scale key (loops, region size) instead of the published.
-    pub fn comparison(&self, runs: Option<u64>, scale: Option<u64>, only: Option<&[String]>) -> Result<Comparison, SpecError> {
+    pub fn comparison(&self, runs: Option<u64>, scale: Option<&str>, only: Option<&[String]>) -> Result<Comparison, SpecError> {
         let mut workload = self.workload.clone();
         if let Some(l) = scale {
             let prefix = format!("{}=", self.scale_key);
@@ -210,10 +211,23 @@ impl Experiment {
         })
     }
 
+    /// The scale key's value at `fraction` of the published one: an integer (at
+    /// least 1) when the published value is one, else a decimal.
+    fn scaled(&self, fraction: f64) -> String {
+        let prefix = format!("{}=", self.scale_key);
+        let text = self.workload.split_whitespace().find_map(|w| w.strip_prefix(prefix.as_str())).unwrap_or("1");
+        let published: f64 = text.parse().unwrap_or(1.0);
+        if text.contains('.') {
+            format!("{:.6}", (published * fraction).max(1e-6)).trim_end_matches('0').to_string()
+        } else {
+            ((published * fraction).round() as u64).max(1).to_string()
+        }
+    }
+
     /// Factor that brings simulated counters to the published loop count.
     fn counter_scale(&self, c: &Comparison) -> f64 {
         match (value_of(&self.workload, &self.scale_key), value_of(&c.workload, &self.scale_key)) {
-            (Some(published), Some(sim)) if sim > 0 => published as f64 / sim as f64,
+            (Some(published), Some(sim)) if sim > 0.0 => published / sim,
             _ => 1.0,
         }
     }
@@ -299,7 +313,7 @@ impl Experiment {
             out.push_str(&format!(
                 "Reduced scale ({}={}): times are not comparable with the published ones.\n",
                 self.scale_key,
-                value_of(&c.workload, &self.scale_key).unwrap_or(0)
+                value_of(&c.workload, &self.scale_key).unwrap_or(0.0)
             ));
         }
         out
@@ -669,9 +683,8 @@ pub fn run_all(runs: Option<u64>, fraction: f64) -> Result<(), Failure> {
     let mut lines = Vec::new();
     for (name, _) in BUILTIN {
         let e = load(name)?;
-        let published = value_of(&e.workload, &e.scale_key).unwrap_or(1);
-        let scale = (fraction < 1.0).then(|| ((published as f64 * fraction).round() as u64).max(1));
-        let c = e.comparison(runs, scale, None)?;
+        let scale = (fraction < 1.0).then(|| e.scaled(fraction));
+        let c = e.comparison(runs, scale.as_deref(), None)?;
         c.validate()?;
         let t0 = std::time::Instant::now();
         let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
@@ -698,7 +711,7 @@ pub fn list() -> Result<(), Failure> {
 pub fn run(
     name: &str,
     runs: Option<u64>,
-    loops: Option<u64>,
+    loops: Option<&str>,
     only: Option<Vec<String>>,
     json: bool,
     plot: Option<&crate::plotfile::PlotFile>,
@@ -727,9 +740,10 @@ mod tests {
         for (name, _) in BUILTIN {
             let e = load(name).unwrap();
             assert_eq!(&e.name, name);
-            let c = e.comparison(Some(1), Some(10), None).unwrap();
+            let scale = e.scaled(0.01);
+            let c = e.comparison(Some(1), Some(&scale), None).unwrap();
             c.validate().unwrap();
-            assert!(c.workload.contains(&format!("{}=10", e.scale_key)), "{}", c.workload);
+            assert!(c.workload.contains(&format!("{}={scale}", e.scale_key)), "{}", c.workload);
         }
     }
 

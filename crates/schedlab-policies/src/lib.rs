@@ -1,8 +1,8 @@
 //! schedlab-policies: scheduling policies behind `SchedClass`, one folder per
 //! scheduler, named `family@version` with `+FEATURE` switches.
 
-pub mod cfs;
 pub mod bsd4;
+pub mod cfs;
 pub mod fifo;
 pub mod ule;
 

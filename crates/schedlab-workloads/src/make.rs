@@ -71,10 +71,13 @@ use crate::params::Params;
 
 /// Every key `make` accepts, for the unknown-key error.
 pub const KEYS: &str =
-    "jobs, dirs, files, scale, dir_parallel, files_sigma_pct, cc_ms, cc_sigma_pct, link_ms, link_sigma_pct, dir_ms, exec_us, io_pct";
+    "jobs, dirs, files, scale, tree, dir_parallel, files_sigma_pct, cc_ms, cc_sigma_pct, link_ms, link_sigma_pct, dir_ms, exec_us, io_pct";
 
 /// `scale` is stored in parts per million so that the spec stays exact and `Eq`.
 const PPM: u64 = 1_000_000;
+
+/// Index of the tree's random stream (see `Make::tree`).
+const TREE_STREAM: u64 = 0x7472_6565;
 
 /// Execs of one compile: the cc driver, cc1 and as.
 const CC_EXECS: u64 = 3;
@@ -109,6 +112,10 @@ pub struct Make {
     pub files: u64,
     /// The fraction of the build to run, in parts per million.
     pub scale_ppm: u64,
+    /// Which source tree: the seed its DAG and job times are drawn from. Every run
+    /// of one tree builds the same thing, as repeated buildworlds of one checkout
+    /// do; the run seed varies only the disk waits and the scheduling.
+    pub tree: u64,
     /// Directories in flight at once.
     pub dir_parallel: u64,
     /// Sigma of the lognormal spread of compiles over directories, × 100.
@@ -158,6 +165,7 @@ impl Make {
             dirs: p.u64_in("dirs", 560, 1, 1_000_000)?,
             files: p.u64_in("files", 18_000, 1, 10_000_000)?,
             scale_ppm,
+            tree: p.u64_in("tree", 1, 0, u64::MAX)?,
             dir_parallel: p.u64_in("dir_parallel", 2, 1, 1_000_000)?,
             files_sigma_pct: p.u64_in("files_sigma_pct", 120, 0, 400)?,
             cc_ms: p.u64_in("cc_ms", 94, 1, 1_000_000)?,
@@ -182,7 +190,7 @@ impl Make {
 
     pub fn banner(&self) -> String {
         format!(
-            "make -j{} buildworld: {} of {} directories and ~{} of {} compiles (scale={}), dir_parallel={}, \
+            "make -j{} buildworld: {} of {} directories and ~{} of {} compiles (scale={}, tree={}), dir_parallel={}, \
              files_sigma_pct={}, compile median cc_ms={} cc_sigma_pct={}, link median link_ms={} link_sigma_pct={}, \
              dir_ms={}, exec_us={}, io_pct={}",
             self.jobs,
@@ -191,6 +199,7 @@ impl Make {
             self.files_built(),
             self.files,
             format_ppm(self.scale_ppm),
+            self.tree,
             self.dir_parallel,
             self.files_sigma_pct,
             self.cc_ms,
@@ -265,6 +274,12 @@ pub struct Dag {
 }
 
 impl Dag {
+    /// The build of `m`'s tree, drawn from the tree's own stream, not the run's:
+    /// the same build every run.
+    pub fn of_tree(m: &Make) -> Dag {
+        Dag::generate(m, &mut SimRng::derive(m.tree, schedlab_core::rng::Stream::Workload, TREE_STREAM))
+    }
+
     /// Draws the build of `m` from `rng`.
     pub fn generate(m: &Make, rng: &mut SimRng) -> Dag {
         let ndirs = m.dirs_built() as usize;
@@ -501,9 +516,9 @@ impl MakeProgram {
 }
 
 impl Program for MakeProgram {
-    fn next(&mut self, last: OpResult, rng: &mut SimRng) -> Op {
+    fn next(&mut self, last: OpResult, _rng: &mut SimRng) -> Op {
         if self.dag.is_none() {
-            self.dag = Some(Dag::generate(&self.m, rng));
+            self.dag = Some(Dag::of_tree(&self.m));
         }
         match (std::mem::replace(&mut self.expect, Expect::Nothing), last) {
             (Expect::Forked(job), OpResult::Task(t)) => {
@@ -577,7 +592,7 @@ mod tests {
         assert_eq!(spec("make scale=1").scale_ppm, PPM);
         assert_eq!(spec("make scale=.5").scale_ppm, PPM / 2);
         assert_eq!(spec("make scale=0.000001").dirs_built(), 1);
-        assert!(spec("make scale=0.25").banner().contains("(scale=0.25)"));
+        assert!(spec("make scale=0.25").banner().contains("(scale=0.25, tree=1)"));
     }
 
     #[test]
@@ -689,8 +704,7 @@ mod tests {
         let r = schedlab_core::Engine::new(topo, cost, policy, cfg, w.main_comm(), w.main_program()).run();
         assert!(r.violations.is_empty(), "{:#?}", r.violations);
         assert!(!r.timed_out);
-        // make is task 0, so its stream is the one the engine gave it.
-        let dag = Dag::generate(m, &mut SimRng::derive(seed, Stream::Workload, 0));
+        let dag = Dag::of_tree(m);
         let jobs = dag.compiles() + dag.dirs.len();
         let user_ns: u64 = r.tasks.iter().map(|t| t.user_ns).sum();
         let drawn_ns = dag.user_ns(m);
