@@ -292,6 +292,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         migration,
         sched_ops,
         node_mem_bw_mbps,
+        // Not measured: a host run cannot isolate one core's two threads reliably.
+        smt_throughput_pct: None,
     })
 }
 

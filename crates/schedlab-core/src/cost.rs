@@ -102,6 +102,22 @@ pub struct MachineProfile {
     /// Memory bandwidth of one NUMA node, MB/s (used by memory-bound workloads).
     #[serde(default)]
     pub node_mem_bw_mbps: u64,
+    /// Throughput of one core with two hardware threads busy, in per cent of one
+    /// thread alone (e.g. 125): each of `k` busy threads of a core then runs at
+    /// `min(1, pct / 100 / k)` of its alone speed. Absent: hardware threads do not
+    /// slow each other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt_throughput_pct: Option<u64>,
+}
+
+impl MachineProfile {
+    /// Speed, per mille of alone, of each of `busy` running hardware threads of one core.
+    pub fn smt_speed_pm(&self, busy: u64) -> u64 {
+        match self.smt_throughput_pct {
+            Some(pct) if busy > 1 => (pct * 10 / busy).min(1000).max(1),
+            _ => 1000,
+        }
+    }
 }
 
 impl MachineProfile {

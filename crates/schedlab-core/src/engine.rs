@@ -127,6 +127,11 @@ struct CpuExec {
     seg_gen: u32,
     seg_start_ns: u64,
     seg_end_ns: u64,
+    /// SMT contention: the segment's work left at `seg_mark_ns`, and the speed (per
+    /// mille of alone) it has run at since.
+    seg_mark_ns: u64,
+    seg_left_ns: u64,
+    seg_speed_pm: u64,
     seg_kernel: bool,
     in_segment: bool,
     resched_in_flight: bool,
@@ -610,7 +615,7 @@ impl Engine {
             return;
         }
         let p = self.sys.curr(cpu).expect("busy CPU has a task");
-        let left = c.seg_end_ns - now;
+        let left = self.seg_work_left(cpu, now);
         if let Some(stream) = self.stop_stream(cpu) {
             self.exec[p].stream_left = Some(stream);
         } else {
@@ -618,6 +623,55 @@ impl Engine {
         }
         self.account_segment(cpu, p);
         self.schedule(cpu, Some(PrevState::Preempted));
+    }
+
+    /// Speed (per mille of alone) of a segment on `cpu` with its core's hardware
+    /// threads as busy as they are now.
+    fn smt_speed_pm(&self, cpu: usize) -> u64 {
+        if self.sys.cost.smt_throughput_pct.is_none() {
+            return 1000;
+        }
+        let busy =
+            self.sys.topo.smt_siblings(cpu).iter().filter(|&s| s == cpu || self.sys.cpu_state(s) == CpuState::Busy).count();
+        self.sys.cost.smt_speed_pm(busy as u64)
+    }
+
+    /// Work (alone ns) left of `cpu`'s segment at `now`.
+    fn seg_work_left(&self, cpu: usize, now: u64) -> u64 {
+        let c = &self.cpu[cpu];
+        if now <= c.seg_mark_ns {
+            return c.seg_left_ns;
+        }
+        let done = ((now - c.seg_mark_ns) as u128 * c.seg_speed_pm as u128 / 1000) as u64;
+        c.seg_left_ns.saturating_sub(done)
+    }
+
+    /// `cpu` started or stopped running a task: its SMT siblings' segments speed up
+    /// or slow down from now on (machine profiles with `smt_throughput_pct`).
+    fn smt_siblings_changed(&mut self, cpu: usize) {
+        if self.sys.cost.smt_throughput_pct.is_none() {
+            return;
+        }
+        let now = self.sys.now_ns;
+        let siblings: Vec<usize> = self.sys.topo.smt_siblings(cpu).iter().filter(|&s| s != cpu).collect();
+        for s in siblings {
+            let c = &self.cpu[s];
+            if !c.in_segment || c.stream.is_some() || self.sys.cpu_state(s) != CpuState::Busy {
+                continue;
+            }
+            let speed = self.smt_speed_pm(s);
+            if speed == c.seg_speed_pm {
+                continue;
+            }
+            let left = self.seg_work_left(s, now);
+            let c = &mut self.cpu[s];
+            c.seg_mark_ns = c.seg_mark_ns.max(now);
+            c.seg_left_ns = left;
+            c.seg_speed_pm = speed;
+            c.seg_end_ns = c.seg_mark_ns + wall_ns(left, speed);
+            c.seg_gen = c.seg_gen.wrapping_add(1);
+            self.queue.push(c.seg_end_ns, EventKind::SegmentDone { cpu: s as u32, gen: c.seg_gen });
+        }
     }
 
     fn account_segment(&mut self, cpu: usize, p: TaskId) {
@@ -725,6 +779,7 @@ impl Engine {
                 let (from, to) = (c.busy_since_ns, c.idle_start_ns);
                 self.record_busy(cpu, from, to);
                 self.sys.set_cpu_state(cpu, CpuState::Idle);
+                self.smt_siblings_changed(cpu);
             }
             Some(n) if Some(n) == prev => self.run_next(cpu),
             Some(n) => {
@@ -739,6 +794,7 @@ impl Engine {
                 self.sys.charge(cpu, Charge::Sched, self.sys.cost.context_switch_ns);
                 if was_idle {
                     self.sys.set_cpu_state(cpu, CpuState::Busy);
+                    self.smt_siblings_changed(cpu);
                     self.start_tick(cpu);
                 }
                 self.switch_in(cpu, n);
@@ -863,9 +919,13 @@ impl Engine {
         let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
         self.sys.tasks[p].sched_ns += overhead;
         let refill = std::mem::take(&mut self.exec[p].refill_ns);
+        let speed = self.smt_speed_pm(cpu);
         let c = &mut self.cpu[cpu];
         c.seg_start_ns = now + overhead;
-        c.seg_end_ns = c.seg_start_ns + len_ns + refill;
+        c.seg_mark_ns = c.seg_start_ns;
+        c.seg_left_ns = len_ns + refill;
+        c.seg_speed_pm = speed;
+        c.seg_end_ns = c.seg_start_ns + wall_ns(len_ns + refill, speed);
         c.seg_kernel = kernel;
         c.in_segment = true;
         c.seg_gen = c.seg_gen.wrapping_add(1);
@@ -1376,4 +1436,12 @@ impl Engine {
             irq_off: self.sys.irq.clone(),
         }
     }
+}
+
+/// Wall time to do `work_ns` of alone work at `speed_pm` per mille.
+fn wall_ns(work_ns: u64, speed_pm: u64) -> u64 {
+    if speed_pm == 1000 {
+        return work_ns;
+    }
+    ((work_ns as u128 * 1000).div_ceil(speed_pm as u128)) as u64
 }

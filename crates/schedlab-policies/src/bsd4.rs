@@ -693,8 +693,12 @@ impl SchedClass for Bsd4 {
         }
         let me = waker_cpu;
         let ncpus = sys.ncpus();
-        let idle_other = |c: usize| c != me && sys.curr(c).is_none();
-        let first = if idle_other(prev_cpu) { Some(prev_cpu) } else { (0..ncpus).find(|&c| idle_other(c)) };
+        // forward_wakeup() wakes every idle CPU and the first to take sched_lock runs
+        // the thread. That race is decided by idle-exit timing the model does not
+        // have (no CPU is favoured: not the last one, not an SMT-idle core), so the
+        // winner is drawn uniformly from the policy's stream.
+        let idle: Vec<usize> = (0..ncpus).filter(|&c| c != me && sys.curr(c).is_none()).collect();
+        let first = (!idle.is_empty()).then(|| idle[sys.rng.range(0, idle.len() as u64 - 1) as usize]);
         if let Some(target) = first {
             if self.forward_wakeup(sys, me, first) {
                 return target;

@@ -28,7 +28,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100]"),
     (
         "make",
-        "make [jobs=16] [dirs=560] [files=18000] [scale=1] [tree=1] [dir_parallel=2] [files_sigma_pct=120] [cc_ms=94] [cc_sigma_pct=100] [link_ms=150] [link_sigma_pct=100] [dir_ms=40] [exec_us=1600] [io_pct=12] (make -jN buildworld)",
+        "make [jobs=16] [dirs=640] [files=18000] [scale=1] [tree=1] [dir_parallel=2] [files_sigma_pct=120] [cc_ms=64] [cc_sigma_pct=100] [link_ms=150] [link_sigma_pct=100] [dir_ms=40] [exec_us=1600] [io_pct=10] (make -jN buildworld)",
     ),
     (
         "groupmix",

@@ -177,3 +177,36 @@ fn timer_wakeup_preempts_user_code_on_the_interrupts_return() {
     assert_eq!(r.latency.len(), 4);
     assert!(r.latency.max() < 1_000_000, "a wakeup waited {} ns", r.latency.max());
 }
+
+/// Two tasks on the two hardware threads of one core, with a profile where a busy
+/// core does 1.25× the work of one thread: each thread runs at 62.5% while both
+/// are busy, at full speed alone.
+#[test]
+fn smt_siblings_slow_each_other_while_both_run() {
+    let worker = |ns: u64| Script::new(vec![Op::Compute { ns }]);
+    let run = |a_ns: u64, b_ns: u64| {
+        let ops = vec![
+            Op::Fork { kind: ForkKind::Process, comm: Some("a".into()), program: Box::new(worker(a_ns)) },
+            Op::Fork { kind: ForkKind::Process, comm: Some("b".into()), program: Box::new(worker(b_ns)) },
+            Op::WaitChild,
+            Op::WaitChild,
+        ];
+        let mut profile = common::unit_profile();
+        profile.smt_throughput_pct = Some(125);
+        let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
+        let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+        let r = Engine::new(Topology::parse("1x1x1x2").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        let run_of = |comm: &str| r.tasks.iter().find(|t| t.comm == comm).unwrap().user_ns;
+        (run_of("a"), run_of("b"))
+    };
+    // Equal work overlapping almost entirely: 10 ms each takes ~16 ms (10 / 0.625);
+    // the few µs of fork and wakeup before b starts run a at full speed.
+    let (a, b) = run(10_000_000, 10_000_000);
+    assert!((15_900_000..=16_000_000).contains(&a) && (15_900_000..=16_000_000).contains(&b), "a {a} b {b}");
+    // b (2 ms of work) ends after ~3.2 ms; a then runs its last ~8 ms alone at full
+    // speed: ~11.2 ms in all.
+    let (a, b) = run(10_000_000, 2_000_000);
+    assert!((3_190_000..=3_210_000).contains(&b), "b {b}");
+    assert!((11_150_000..=11_250_000).contains(&a), "a {a}");
+}

@@ -32,6 +32,7 @@ pub fn unit_profile() -> MachineProfile {
             per_rq_lock_cross_llc_ns: None,
         },
         node_mem_bw_mbps: 50_000,
+        smt_throughput_pct: None,
     }
 }
 
