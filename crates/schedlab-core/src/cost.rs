@@ -114,7 +114,7 @@ impl MachineProfile {
     /// Speed, per mille of alone, of each of `busy` running hardware threads of one core.
     pub fn smt_speed_pm(&self, busy: u64) -> u64 {
         match self.smt_throughput_pct {
-            Some(pct) if busy > 1 => (pct * 10 / busy).min(1000).max(1),
+            Some(pct) if busy > 1 => (pct * 10 / busy).clamp(1, 1000),
             _ => 1000,
         }
     }
