@@ -161,3 +161,35 @@ fn bad_ule_names_and_sysctls_are_refused() {
     assert!(err("ule@pre", &[("kern.sched.trysteal_limit", "2")]).contains("kern.sched.steal_thresh"));
     assert!(err("ule@post", &[("kern.sched.steal_thresh", "x")]).contains("an integer"));
 }
+
+/// The ule-steal experiment at 5% of its build: the directions of its targets.
+/// Post is as fast as pre, 4BSD slower than both (it packs jobs onto SMT siblings
+/// and moves them between CPUs), and post's idle steal masks interrupts for a
+/// fraction of pre's time.
+#[test]
+fn ule_steal_reduced_scale_directions() {
+    let spec = "make jobs=16 scale=0.05";
+    let runs = |policy: &str| -> Vec<RunResult> {
+        (1..=3)
+            .map(|seed| {
+                let w = Workload::parse(spec).unwrap();
+                let p = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+                let cfg = RunConfig { seed, check: true, hz: 1000, ..RunConfig::default() };
+                let r =
+                    Engine::new(Topology::parse("ryzen-1700").unwrap(), zen1(), p, cfg, w.main_comm(), w.main_program()).run();
+                assert!(r.violations.is_empty() && !r.timed_out, "{policy}: {:#?}", r.violations);
+                r
+            })
+            .collect()
+    };
+    let mean_s = |rs: &[RunResult]| rs.iter().map(|r| r.elapsed_ns() as f64 / 1e9).sum::<f64>() / rs.len() as f64;
+    let (pre, post, bsd) = (runs("ule@pre"), runs("ule@post"), runs("4bsd"));
+    let (t_pre, t_post, t_bsd) = (mean_s(&pre), mean_s(&post), mean_s(&bsd));
+    eprintln!("real s: pre {t_pre:.3} post {t_post:.3} 4bsd {t_bsd:.3}");
+    assert!((t_post / t_pre - 1.0).abs() < 0.02, "post {t_post} vs pre {t_pre}");
+    assert!(t_bsd > t_pre * 1.005 && t_bsd > t_post * 1.005, "4bsd {t_bsd} vs ULE {t_pre} / {t_post}");
+    let idled_max =
+        |rs: &[RunResult]| rs.iter().filter_map(|r| r.irq_off.by_site.get("tdq_idled")).map(|h| h.max()).max().unwrap_or(0);
+    let (m_pre, m_post) = (idled_max(&pre), idled_max(&post));
+    assert!(m_pre >= 3 * m_post.max(1), "tdq_idled max: pre {m_pre} ns, post {m_post} ns");
+}
