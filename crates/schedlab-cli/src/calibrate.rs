@@ -95,6 +95,15 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
          {recv:.0} ns - syscall - copy(100 B)"
     ));
 
+    // TCP over loopback, the same way: the send pays the loopback receive path too.
+    let (send, recv) = tcp_send_recv_ns(&plan)?;
+    let tcp_send_ns = floor(send - syscall - copy100_ns, 1);
+    let tcp_recv_ns = floor(recv - syscall - copy100_ns, 1);
+    notes.measured(format!(
+        "tcp_send_ns = {tcp_send_ns}, tcp_recv_ns = {tcp_recv_ns}: TCP over 127.0.0.1 with TCP_NODELAY, \
+         write/read of 100 bytes, batches of {UNIX_BATCH}, per call {send:.0} / {recv:.0} ns - syscall - copy(100 B)"
+    ));
+
     // fork() and clone() before any large buffer exists: fork copies page tables.
     let (fork_call, fork_total) = fork_exit_ns(plan.fork_iters)?;
     let fork_ns = floor(fork_call, 1);
@@ -282,6 +291,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         pipe_op_ns,
         unix_send_ns,
         unix_recv_ns,
+        tcp_send_ns,
+        tcp_recv_ns,
         wakeup_ns,
         ipi_send_ns,
         ipi_latency_ns,
@@ -758,6 +769,36 @@ fn unix_send_recv_ns(plan: &Plan) -> Result<(f64, f64)> {
         }
         let t2 = now_ns();
         // The first tenth warms caches and the slab.
+        if batch >= plan.unix_batches / 10 {
+            sends.push(t1.saturating_sub(t0) as f64 / UNIX_BATCH as f64);
+            recvs.push(t2.saturating_sub(t1) as f64 / UNIX_BATCH as f64);
+        }
+    }
+    Ok((median(sends).context("no send sample")?, median(recvs).context("no recv sample")?))
+}
+
+/// Per-call times of 100-byte writes and reads on a loopback TCP connection
+/// (TCP_NODELAY), batched as `unix_send_recv_ns` does.
+fn tcp_send_recv_ns(plan: &Plan) -> Result<(f64, f64)> {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1")?;
+    let mut client = std::net::TcpStream::connect(listener.local_addr()?).context("connect 127.0.0.1")?;
+    let (mut server, _) = listener.accept().context("accept")?;
+    client.set_nodelay(true)?;
+    server.set_nodelay(true)?;
+    let msg = [0x5au8; 100];
+    let mut got = [0u8; 100];
+    let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+    for batch in 0..plan.unix_batches + plan.unix_batches / 10 {
+        let t0 = now_ns();
+        for _ in 0..UNIX_BATCH {
+            client.write_all(&msg)?;
+        }
+        let t1 = now_ns();
+        for _ in 0..UNIX_BATCH {
+            server.read_exact(&mut got)?;
+        }
+        let t2 = now_ns();
         if batch >= plan.unix_batches / 10 {
             sends.push(t1.saturating_sub(t0) as f64 / UNIX_BATCH as f64);
             recvs.push(t2.saturating_sub(t1) as f64 / UNIX_BATCH as f64);
@@ -1520,6 +1561,8 @@ mod tests {
             ("pipe_op_ns", p.pipe_op_ns),
             ("unix_send_ns", p.unix_send_ns),
             ("unix_recv_ns", p.unix_recv_ns),
+            ("tcp_send_ns", p.tcp_send_ns),
+            ("tcp_recv_ns", p.tcp_recv_ns),
             ("wakeup_ns", p.wakeup_ns),
             ("ipi_send_ns", p.ipi_send_ns),
             ("ipi_latency_ns", p.ipi_latency_ns),

@@ -79,6 +79,11 @@ pub struct MachineProfile {
     pub unix_send_ns: u64,
     /// Fixed work of an AF_UNIX stream receive beyond entry/exit (dequeue, skb free).
     pub unix_recv_ns: u64,
+    /// One send() / recv() on a loopback TCP connection (TCP_NODELAY), beyond the
+    /// system call and the copy: the send pays the whole loopback transmit and
+    /// receive path (the receive softirq runs on the sending CPU).
+    pub tcp_send_ns: u64,
+    pub tcp_recv_ns: u64,
     /// Waker-side cost of `try_to_wake_up()` for a sleeping task (lock, enqueue,
     /// preemption check), excluding any search the policy charges separately.
     pub wakeup_ns: u64,

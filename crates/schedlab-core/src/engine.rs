@@ -1023,6 +1023,8 @@ impl Engine {
                     (Some(Channel::Pipe(_)), _) => c.pipe_op_ns,
                     (Some(Channel::Unix(_)), true) => c.unix_send_ns,
                     (Some(Channel::Unix(_)), false) => c.unix_recv_ns,
+                    (Some(Channel::Tcp(_)), true) => c.tcp_send_ns,
+                    (Some(Channel::Tcp(_)), false) => c.tcp_recv_ns,
                     (None, _) => 0,
                 };
                 fixed + c.copy_ns(bytes)
@@ -1054,12 +1056,18 @@ impl Engine {
                 result = OpResult::Chan(self.chans.len() - 2);
                 Outcome::Continue
             }
+            Op::TcpConnect => {
+                self.chans.push(Channel::Tcp(UnixStream::default()));
+                self.chans.push(Channel::Tcp(UnixStream::default()));
+                result = OpResult::Chan(self.chans.len() - 2);
+                Outcome::Continue
+            }
             Op::Write { chan, bytes } => {
                 let left = bytes - self.exec[p].op_progress;
                 let mut wake = std::mem::take(&mut self.wake_buf);
                 let io = match self.chans.get_mut(chan) {
                     Some(Channel::Pipe(pipe)) => pipe.write(p, left, !first, &mut wake),
-                    Some(Channel::Unix(u)) => u.write(p, left, &mut wake),
+                    Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.write(p, left, &mut wake),
                     None => {
                         self.violation(format!("task {p} wrote to unknown channel {chan}"));
                         IoOutcome::Done(left)
@@ -1087,7 +1095,7 @@ impl Engine {
                 let mut wake = std::mem::take(&mut self.wake_buf);
                 let io = match self.chans.get_mut(chan) {
                     Some(Channel::Pipe(pipe)) => pipe.read(p, bytes, &mut wake),
-                    Some(Channel::Unix(u)) => u.read(p, bytes, &mut wake),
+                    Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.read(p, bytes, &mut wake),
                     None => {
                         self.violation(format!("task {p} read from unknown channel {chan}"));
                         IoOutcome::Done(0)

@@ -292,13 +292,18 @@ impl UnixStream {
 pub enum Channel {
     Pipe(Pipe),
     Unix(UnixStream),
+    /// One direction of a TCP connection over loopback. Its queueing and wakeups
+    /// are the stream's (the receiver is woken synchronously from the sender's
+    /// softirq, as `sock_def_readable` does); only its costs differ. Fine for
+    /// request/response use, where one message at a time is in flight.
+    Tcp(UnixStream),
 }
 
 impl Channel {
     pub fn readable(&self) -> bool {
         match self {
             Channel::Pipe(p) => p.readable(),
-            Channel::Unix(u) => u.readable(),
+            Channel::Unix(u) | Channel::Tcp(u) => u.readable(),
         }
     }
 
@@ -309,7 +314,7 @@ impl Channel {
                 p.poll_usage = true;
                 p.rd_wait.add(task, false);
             }
-            Channel::Unix(u) => u.rd_wait.add(task, false),
+            Channel::Unix(u) | Channel::Tcp(u) => u.rd_wait.add(task, false),
         }
     }
 

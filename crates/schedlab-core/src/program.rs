@@ -35,6 +35,9 @@ pub enum Op {
     /// socketpair(AF_UNIX, SOCK_STREAM): result `Chan(id)`; `id` carries end 0 → end 1
     /// and `id + 1` carries end 1 → end 0.
     SocketPair,
+    /// A TCP connection over loopback (connect() + accept(), TCP_NODELAY), result
+    /// `Chan(id)`: `id` carries client → server and `id + 1` server → client.
+    TcpConnect,
     /// Blocking write of `bytes`; completes when all are written. Result `Bytes(n)`.
     Write { chan: ChanId, bytes: u64 },
     /// Blocking read of up to `bytes`; completes when at least one byte was read.

@@ -22,6 +22,8 @@ fn unit_profile() -> MachineProfile {
         pipe_op_ns: 200,
         unix_send_ns: 500,
         unix_recv_ns: 300,
+        tcp_send_ns: 2000,
+        tcp_recv_ns: 300,
         wakeup_ns: 200,
         ipi_send_ns: 100,
         ipi_latency_ns: 1000,
