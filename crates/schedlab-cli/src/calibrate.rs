@@ -747,58 +747,38 @@ impl Pipe {
 
 /// Per-call times of 100-byte AF_UNIX stream writes and reads.
 fn unix_send_recv_ns(plan: &Plan) -> Result<(f64, f64)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: fds is a valid 2-element array.
-    let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(os_err("socketpair"));
-    }
-    // SAFETY: fresh descriptors owned by nobody else.
-    let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let msg = [0x5au8; 100];
-    let mut got = [0u8; 100];
-    let (mut sends, mut recvs) = (Vec::new(), Vec::new());
-    for batch in 0..plan.unix_batches + plan.unix_batches / 10 {
-        let t0 = now_ns();
-        for _ in 0..UNIX_BATCH {
-            write_all(a.as_raw_fd(), &msg)?;
-        }
-        let t1 = now_ns();
-        for _ in 0..UNIX_BATCH {
-            read_exact(b.as_raw_fd(), &mut got)?;
-        }
-        let t2 = now_ns();
-        // The first tenth warms caches and the slab.
-        if batch >= plan.unix_batches / 10 {
-            sends.push(t1.saturating_sub(t0) as f64 / UNIX_BATCH as f64);
-            recvs.push(t2.saturating_sub(t1) as f64 / UNIX_BATCH as f64);
-        }
-    }
-    Ok((median(sends).context("no send sample")?, median(recvs).context("no recv sample")?))
+    let (mut a, mut b) = std::os::unix::net::UnixStream::pair().context("socketpair(AF_UNIX)")?;
+    batched_send_recv_ns(&mut a, &mut b, plan)
 }
 
 /// Per-call times of 100-byte writes and reads on a loopback TCP connection
-/// (TCP_NODELAY), batched as `unix_send_recv_ns` does.
+/// (TCP_NODELAY).
 fn tcp_send_recv_ns(plan: &Plan) -> Result<(f64, f64)> {
-    use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1")?;
     let mut client = std::net::TcpStream::connect(listener.local_addr()?).context("connect 127.0.0.1")?;
     let (mut server, _) = listener.accept().context("accept")?;
     client.set_nodelay(true)?;
     server.set_nodelay(true)?;
+    batched_send_recv_ns(&mut client, &mut server, plan)
+}
+
+/// Median per-call times of 100-byte writes to `tx`, then reads from `rx`, in
+/// batches of `UNIX_BATCH` (sender and receiver in one thread).
+fn batched_send_recv_ns(tx: &mut impl std::io::Write, rx: &mut impl std::io::Read, plan: &Plan) -> Result<(f64, f64)> {
     let msg = [0x5au8; 100];
     let mut got = [0u8; 100];
     let (mut sends, mut recvs) = (Vec::new(), Vec::new());
     for batch in 0..plan.unix_batches + plan.unix_batches / 10 {
         let t0 = now_ns();
         for _ in 0..UNIX_BATCH {
-            client.write_all(&msg)?;
+            tx.write_all(&msg)?;
         }
         let t1 = now_ns();
         for _ in 0..UNIX_BATCH {
-            server.read_exact(&mut got)?;
+            rx.read_exact(&mut got)?;
         }
         let t2 = now_ns();
+        // The first tenth warms caches and the slab.
         if batch >= plan.unix_batches / 10 {
             sends.push(t1.saturating_sub(t0) as f64 / UNIX_BATCH as f64);
             recvs.push(t2.saturating_sub(t1) as f64 / UNIX_BATCH as f64);
