@@ -4,44 +4,14 @@
 //! (schedlab-workloads is not a dependency of this crate, so the workloads are
 //! written here as small programs.)
 
-use schedlab_core::cost::{MachineProfile, MigrationCost, SchedOpCost};
+use schedlab_core::cost::MachineProfile;
 use schedlab_core::program::{ChanId, ForkKind, Op, OpResult, Program, Script};
 use schedlab_core::rng::SimRng;
 use schedlab_core::{Engine, RunConfig, RunResult, Topology, MARK_END, MARK_START};
 use schedlab_policies::bsd4::Bsd4;
 
-/// Round numbers, as in schedlab-workloads' test profile. Not a real machine.
 fn unit_profile() -> MachineProfile {
-    MachineProfile {
-        name: "unit".into(),
-        description: "round numbers for tests".into(),
-        sources: vec![],
-        context_switch_ns: 1000,
-        syscall_ns: 100,
-        copy_ps_per_byte: 1000,
-        pipe_op_ns: 200,
-        unix_send_ns: 500,
-        unix_recv_ns: 300,
-        tcp_send_ns: 2000,
-        tcp_recv_ns: 300,
-        wakeup_ns: 200,
-        ipi_send_ns: 100,
-        ipi_latency_ns: 1000,
-        idle_exit_ns: 2000,
-        fork_ns: 50_000,
-        clone_ns: 20_000,
-        exit_ns: 10_000,
-        migration: MigrationCost { smt_ns: 100, llc_ns: 1000, cross_llc_ns: 5000, cross_node_ns: 10_000 },
-        sched_ops: SchedOpCost {
-            per_cpu_scanned_ns: 10,
-            per_rq_lock_ns: 50,
-            per_task_examined_ns: 20,
-            per_cpu_scanned_cross_llc_ns: None,
-            per_rq_lock_cross_llc_ns: None,
-        },
-        node_mem_bw_mbps: 50_000,
-        smt_throughput_pct: None,
-    }
+    MachineProfile::round_numbers()
 }
 
 fn sysctls(list: &[(&str, &str)]) -> Vec<(String, String)> {
