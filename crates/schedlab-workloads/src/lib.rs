@@ -8,6 +8,7 @@ pub mod params;
 pub mod pft;
 pub mod pipe;
 pub mod schbench;
+pub mod tbench;
 
 use schedlab_core::error::SpecError;
 use schedlab_core::program::Program;
@@ -19,6 +20,7 @@ pub use make::Make;
 pub use pft::Pft;
 pub use pipe::PipeBench;
 pub use schbench::Schbench;
+pub use tbench::Tbench;
 
 /// Workloads this build knows, for help and errors.
 pub const WORKLOADS: &[(&str, &str)] = &[
@@ -26,6 +28,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pipe", "pipe loops=L mode=process|thread (perf bench sched pipe)"),
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100]"),
+    ("tbench", "tbench clients=N [runtime_ms=10000] [warmup_ms=2000] (dbench's network mode over loopback TCP)"),
     (
         "make",
         "make [jobs=16] [dirs=640] [files=18000] [scale=1] [tree=1] [dir_parallel=2] [files_sigma_pct=120] [cc_ms=64] [cc_sigma_pct=100] [link_ms=150] [link_sigma_pct=100] [dir_ms=40] [exec_us=1600] [io_pct=10] (make -jN buildworld)",
@@ -44,6 +47,7 @@ pub enum Workload {
     Pft(Pft),
     GroupMix(GroupMix),
     Schbench(Schbench),
+    Tbench(Tbench),
     Make(Make),
 }
 
@@ -77,6 +81,11 @@ impl Workload {
                 p.finish("threads, workers, runtime_ms, warmup_ms, sleep_us, work_us")?;
                 Ok(Workload::Schbench(b))
             }
+            "tbench" => {
+                let b = Tbench::from_params(&mut p)?;
+                p.finish("clients, runtime_ms, warmup_ms")?;
+                Ok(Workload::Tbench(b))
+            }
             // `scale` is a decimal fraction, which Params does not read: Make parses
             // its whole spec itself (the other keys through Params, then finish()).
             "make" => Ok(Workload::Make(Make::from_spec(spec)?)),
@@ -95,6 +104,7 @@ impl Workload {
             Workload::Pft(_) => "pft",
             Workload::GroupMix(_) => "groupmix",
             Workload::Schbench(_) => "schbench",
+            Workload::Tbench(_) => "tbench",
             Workload::Make(_) => make::MAKE_COMM,
         }
     }
@@ -106,6 +116,7 @@ impl Workload {
             Workload::Pft(b) => b.main_program(),
             Workload::GroupMix(m) => m.main_program(),
             Workload::Schbench(b) => b.main_program(),
+            Workload::Tbench(b) => b.main_program(),
             Workload::Make(b) => b.main_program(),
         }
     }
@@ -118,6 +129,7 @@ impl Workload {
             Workload::Pft(b) => b.banner(),
             Workload::GroupMix(m) => m.banner(),
             Workload::Schbench(b) => b.banner(),
+            Workload::Tbench(b) => b.banner(),
             Workload::Make(b) => b.banner(),
         }
     }
@@ -130,6 +142,7 @@ impl Workload {
             Workload::Pft(b) => b.result_lines(res),
             Workload::GroupMix(m) => m.result_lines(res),
             Workload::Schbench(b) => b.result_lines(res),
+            Workload::Tbench(b) => b.result_lines(res),
             Workload::Make(b) => b.result_lines(res),
         }
     }
