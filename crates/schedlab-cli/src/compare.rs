@@ -35,10 +35,13 @@ pub struct RunRow {
     pub sys_s: f64,
     /// The run's interrupts-off scheduler sections (None in means).
     pub irq_off: Option<IrqOffStats>,
+    /// The benchmark's own rate (tbench MB/sec, schbench rps) for benchmarks that
+    /// run for a fixed time and report a rate; None for those that report a time.
+    pub throughput: Option<f64>,
 }
 
 impl RunRow {
-    pub fn from_result(r: &RunResult) -> RunRow {
+    pub fn from_result(r: &RunResult, w: &Workload) -> RunRow {
         let t = r.total();
         let n = r.ncpus as f64;
         let el = r.elapsed_ns().max(1) as f64;
@@ -55,6 +58,7 @@ impl RunRow {
             user_s: r.tasks.iter().map(|t| t.user_ns).sum::<u64>() as f64 / 1e9,
             sys_s: r.tasks.iter().map(|t| t.sys_ns).sum::<u64>() as f64 / 1e9,
             irq_off: Some(r.irq_off.clone()),
+            throughput: w.throughput(r).map(|(v, _)| v),
         }
     }
 }
@@ -84,11 +88,14 @@ impl Side {
             user_s: avg(|r| r.user_s),
             sys_s: avg(|r| r.sys_s),
             irq_off: None,
+            throughput: runs.iter().map(|r| r.throughput).sum::<Option<f64>>().map(|t| t / n),
         };
-        // Sample standard deviation, as the seed's "%stdev" (stdev / mean × 100).
-        let var =
-            if runs.len() > 1 { runs.iter().map(|r| (r.time_s - mean.time_s).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
-        let stddev_pct = if mean.time_s > 0.0 { 100.0 * var.sqrt() / mean.time_s } else { 0.0 };
+        // Sample standard deviation, as the seed's "%stdev" (stdev / mean × 100), of
+        // the rate for benchmarks that report one, else of the time.
+        let value = |r: &RunRow| r.throughput.unwrap_or(r.time_s);
+        let m = value(&mean);
+        let var = if runs.len() > 1 { runs.iter().map(|r| (value(r) - m).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+        let stddev_pct = if m > 0.0 { 100.0 * var.sqrt() / m } else { 0.0 };
         Side { runs, mean, stddev_pct }
     }
 }
@@ -105,8 +112,13 @@ pub struct Row {
 
 impl Row {
     /// Positive = new is faster: (base / new − 1) × 100, as the steal seed computes
-    /// its %speedup (its hackbench row 8.008 s → 5.905 s is 35.6).
+    /// its %speedup (its hackbench row 8.008 s → 5.905 s is 35.6). For a benchmark
+    /// that reports a rate the same ratio is of rates: (new / base − 1) × 100, as
+    /// the seed's tbench table.
     pub fn pct_speedup(&self) -> f64 {
+        if let (Some(base), Some(new)) = (self.base.mean.throughput, self.new.mean.throughput) {
+            return if base == 0.0 { 0.0 } else { 100.0 * (new / base - 1.0) };
+        }
         if self.new.mean.time_s == 0.0 {
             0.0
         } else {
@@ -158,6 +170,12 @@ impl Comparison {
         }
     }
 
+    /// The unit of the workload's rate when it reports one (tbench, schbench):
+    /// then %speedup is of rates.
+    pub fn rate_unit(&self) -> Option<&'static str> {
+        self.row_workloads().ok()?.first().and_then(|(_, w)| w.rate_unit())
+    }
+
     /// Checks every input (policies, sysctls, workloads) before any run starts.
     pub fn validate(&self) -> Result<(), SpecError> {
         for p in self.policies() {
@@ -207,7 +225,7 @@ impl Comparison {
                         cfg: RunConfig { seed: *seed, hz: self.hz, check: false, ..RunConfig::default() },
                     };
                     let r = spec.engine().run();
-                    let out = check_result(&r, false).map(|_| RunRow::from_result(&r));
+                    let out = check_result(&r, false).map(|_| RunRow::from_result(&r, w));
                     results.lock().expect("no panics while holding the lock")[i] = Some(out);
                     let d = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if progress {
@@ -283,14 +301,17 @@ pub fn text(c: &Comparison, rows: &[Row]) -> String {
         }
     }
     out.push_str(&format!("\n  Average of {} runs\n", c.runs));
-    out.push_str(&format!("            --- base --    --- new ---\n  {key:>6}    time %stdev    time %stdev  %speedup\n"));
+    let unit = c.rate_unit();
+    let what = unit.map_or("time".to_string(), |u| u.to_string());
+    out.push_str(&format!("            --- base --    --- new ---\n  {key:>6} {what:>7} %stdev {what:>7} %stdev  %speedup\n"));
     for r in rows {
+        let value = |s: &Side| s.mean.throughput.unwrap_or(s.mean.time_s);
         out.push_str(&format!(
             "  {:>6} {:>7.3} {:>6.1} {:>7.3} {:>6.1} {:>9.1}\n",
             r.vary,
-            r.base.mean.time_s,
+            value(&r.base),
             r.base.stddev_pct,
-            r.new.mean.time_s,
+            value(&r.new),
             r.new.stddev_pct,
             r.pct_speedup()
         ));
@@ -311,6 +332,8 @@ fn side_json(s: &Side) -> serde_json::Value {
         "steal": s.mean.steal,
         "wasted_pct": s.mean.wasted_pct,
         "runs_s": s.runs.iter().map(|r| r.time_s).collect::<Vec<_>>(),
+        "throughput": s.mean.throughput,
+        "runs_throughput": s.runs.iter().map(|r| r.throughput).collect::<Vec<_>>(),
     })
 }
 
@@ -333,9 +356,19 @@ pub fn json(c: &Comparison, rows: &[Row]) -> String {
     serde_json::to_string_pretty(&v).expect("a json! value serialises")
 }
 
-/// Elapsed times per row and kernel: `[row][kernel] -> runs`.
-fn time_samples(rows: &[Row]) -> Vec<Vec<Vec<f64>>> {
-    rows.iter().map(|r| [&r.base, &r.new].iter().map(|side| side.runs.iter().map(|x| x.time_s).collect()).collect()).collect()
+/// Per row and kernel, each run's headline value: `[row][kernel] -> runs`, the
+/// benchmark's rate when it reports one, else the elapsed time.
+fn samples(rows: &[Row]) -> Vec<Vec<Vec<f64>>> {
+    rows.iter()
+        .map(|r| {
+            [&r.base, &r.new].iter().map(|side| side.runs.iter().map(|x| x.throughput.unwrap_or(x.time_s)).collect()).collect()
+        })
+        .collect()
+}
+
+/// What `samples()` holds, for titles: the rate's unit or elapsed seconds.
+fn value_name(c: &Comparison) -> String {
+    c.rate_unit().map_or("elapsed seconds".to_string(), |u| format!("throughput ({u})"))
 }
 
 fn row_labels(rows: &[Row]) -> Vec<String> {
@@ -346,20 +379,25 @@ pub fn report_failure(e: schedlab_report::ReportError) -> Failure {
     Failure::Run(format!("report: {e}"))
 }
 
-/// mmtests compare table of the elapsed times (lower is better).
+/// mmtests compare table: elapsed times (Amean, lower is better) or, for a
+/// benchmark that reports a rate, the rates (Hmean, higher is better).
 pub fn mmtests(c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
-    let key = c.vary.as_ref().map_or("time", |(k, _)| k.as_str());
-    let title = format!("{} time (seconds), rows = {key}", c.workload);
-    schedlab_report::mmtests(&title, &row_labels(rows), &[c.base.clone(), c.new.clone()], &time_samples(rows), true)
+    let key = c.vary.as_ref().map_or("row", |(k, _)| k.as_str());
+    let title = match c.rate_unit() {
+        Some(unit) => format!("{} throughput ({unit}), rows = {key}", c.workload),
+        None => format!("{} time (seconds), rows = {key}", c.workload),
+    };
+    let lower_is_better = c.rate_unit().is_none();
+    schedlab_report::mmtests(&title, &row_labels(rows), &[c.base.clone(), c.new.clone()], &samples(rows), lower_is_better)
         .map_err(report_failure)
 }
 
 /// One ministat block per row: base (x) against new (+).
 pub fn ministat(c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
     let mut out = String::new();
-    for (label, samples) in row_labels(rows).iter().zip(time_samples(rows)) {
+    for (label, samples) in row_labels(rows).iter().zip(samples(rows)) {
         let key = c.vary.as_ref().map_or("row", |(k, _)| k.as_str());
-        out.push_str(&format!("{key} = {label}: elapsed seconds\n"));
+        out.push_str(&format!("{key} = {label}: {}\n", value_name(c)));
         let sets = vec![(c.base.clone(), samples[0].clone()), (c.new.clone(), samples[1].clone())];
         out.push_str(&schedlab_report::ministat(&sets, 0.95).map_err(report_failure)?);
         out.push('\n');
@@ -367,9 +405,10 @@ pub fn ministat(c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
     Ok(out)
 }
 
-/// row,kernel,run,value of the elapsed times.
+/// row,kernel,run,value of the elapsed times, or of the rates for a benchmark
+/// that reports one.
 pub fn csv(c: &Comparison, rows: &[Row]) -> Result<String, Failure> {
-    schedlab_report::csv(&row_labels(rows), &[c.base.clone(), c.new.clone()], &time_samples(rows)).map_err(report_failure)
+    schedlab_report::csv(&row_labels(rows), &[c.base.clone(), c.new.clone()], &samples(rows)).map_err(report_failure)
 }
 
 #[cfg(test)]
@@ -382,5 +421,20 @@ mod tests {
         let side = |t: f64| Side::from_runs(vec![RunRow { time_s: t, ..RunRow::default() }]);
         let row = Row { vary: "1".into(), base: side(8.008), new: side(5.905), others: Vec::new() };
         assert!((row.pct_speedup() - 35.6).abs() < 0.05, "{}", row.pct_speedup());
+    }
+
+    #[test]
+    fn speedup_of_a_rate_is_new_over_base() {
+        // tbench: 100 → 116.2 MB/sec is the seed's 16.2 %speedup, whatever the times.
+        let side = |mb: f64| Side::from_runs(vec![RunRow { time_s: 10.0, throughput: Some(mb), ..RunRow::default() }]);
+        let row = Row { vary: "1".into(), base: side(100.0), new: side(116.2), others: Vec::new() };
+        assert!((row.pct_speedup() - 16.2).abs() < 1e-9, "{}", row.pct_speedup());
+        // The spread is of the rates: 90 and 110 MB/sec have a sample stdev of 14.14 %.
+        let two = Side::from_runs(vec![
+            RunRow { time_s: 10.0, throughput: Some(90.0), ..RunRow::default() },
+            RunRow { time_s: 10.0, throughput: Some(110.0), ..RunRow::default() },
+        ]);
+        assert_eq!(two.mean.throughput, Some(100.0));
+        assert!((two.stddev_pct - 14.142).abs() < 0.001, "{}", two.stddev_pct);
     }
 }

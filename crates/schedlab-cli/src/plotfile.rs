@@ -94,15 +94,17 @@ pub fn run_heat_map(title: &str, r: &RunResult) -> String {
 pub fn comparison_bars(c: &Comparison, rows: &[Row]) -> String {
     let key = c.vary.as_ref().map_or("row", |(k, _)| k.as_str());
     let cats: Vec<String> = rows.iter().map(|r| r.vary.clone()).collect();
+    let value = |s: &crate::compare::Side| s.mean.throughput.unwrap_or(s.mean.time_s);
     let side = |name: &str, pick: &dyn Fn(&Row) -> &crate::compare::Side| Series {
         name: name.to_string(),
-        values: rows.iter().map(|r| Some(pick(r).mean.time_s)).collect(),
-        errors: rows.iter().map(|r| Some(pick(r).mean.time_s * pick(r).stddev_pct / 100.0)).collect(),
+        values: rows.iter().map(|r| Some(value(pick(r)))).collect(),
+        errors: rows.iter().map(|r| Some(value(pick(r)) * pick(r).stddev_pct / 100.0)).collect(),
         hollow: false,
     };
     let series = vec![side(&c.base, &|r| &r.base), side(&c.new, &|r| &r.new)];
     let title = format!("{} on {}: {} runs per side", c.workload, c.topo.name, c.runs);
-    bar_chart_svg(&title, key, "time (s), mean ± stddev", &cats, &series)
+    let y = c.rate_unit().map_or("time (s), mean ± stddev".to_string(), |u| format!("{u}, mean ± stddev"));
+    bar_chart_svg(&title, key, &y, &cats, &series)
 }
 
 /// Published (outlined) beside simulated (filled, ± stddev) for base and new.
@@ -110,6 +112,24 @@ pub fn reproduction_bars(e: &Experiment, c: &Comparison, rows: &[Row]) -> String
     let matched: Vec<(&crate::reproduce::PublishedRow, &Row)> =
         rows.iter().filter_map(|r| e.rows.iter().find(|p| p.vary == r.vary).map(|p| (p, r))).collect();
     let cats: Vec<String> = matched.iter().map(|(_, r)| r.vary.clone()).collect();
+    if e.layout == "throughput" {
+        // Only the %speedup is published: published (outlined) beside simulated.
+        let series = vec![
+            Series {
+                name: "published".to_string(),
+                values: matched.iter().map(|(p, _)| p.pct_speedup).collect(),
+                errors: vec![None; matched.len()],
+                hollow: true,
+            },
+            Series {
+                name: format!("{} vs {} simulated", c.new, c.base),
+                values: matched.iter().map(|(_, r)| Some(r.pct_speedup())).collect(),
+                errors: vec![None; matched.len()],
+                hollow: false,
+            },
+        ];
+        return bar_chart_svg(&e.title, &e.vary, "%speedup", &cats, &series);
+    }
     let idle = e.layout == "mpstat";
     let value = |s: &crate::compare::Side| if idle { 100.0 - s.mean.busy_pct } else { s.mean.time_s };
     let published = |p: &crate::reproduce::PublishedSide| {

@@ -17,6 +17,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("wakeup-gran", include_str!("../../../experiments/wakeup-gran.toml")),
     ("load-resolution", include_str!("../../../experiments/load-resolution.toml")),
     ("ule-steal", include_str!("../../../experiments/ule-steal.toml")),
+    ("steal-tbench", include_str!("../../../experiments/steal-tbench.toml")),
 ];
 
 /// One experiment file.
@@ -44,7 +45,9 @@ pub struct Experiment {
     /// How to print: `schedstat` (the steal seed's per-CPU tables), `mmtests`
     /// (compare-kernels' Amean rows with the gain in per cent), `mpstat` (system
     /// %idle over the measured window) or `ministat` (time(1)'s real, user and sys
-    /// of every policy against the base, and their interrupts-off sections).
+    /// of every policy against the base, and their interrupts-off sections) or
+    /// `throughput` (a benchmark's rate, base and new, with the %speedup of rates
+    /// beside the published one).
     #[serde(default = "default_layout")]
     pub layout: String,
     #[serde(default)]
@@ -103,7 +106,10 @@ pub struct PublishedRow {
     pub significant: Option<bool>,
     /// The range the simulated gain must fall in (from the targets).
     pub target_gain: Option<[f64; 2]>,
+    /// Absent when the source publishes only the %speedup (`throughput` layout).
+    #[serde(default)]
     pub base: PublishedSide,
+    #[serde(default)]
     pub new: PublishedSide,
     /// The `others` policies' published sides, in order.
     #[serde(default)]
@@ -111,7 +117,7 @@ pub struct PublishedRow {
 }
 
 /// One side of a published row; counters are per-CPU averages, as the seed prints.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PublishedSide {
     pub time_s: f64,
@@ -152,8 +158,19 @@ pub fn load(name_or_path: &str) -> Result<Experiment, SpecError> {
     if e.rows.is_empty() {
         return Err(SpecError::new("experiment rows", &origin, "at least one [[rows]] entry"));
     }
-    if !["schedstat", "mmtests", "mpstat", "ministat"].contains(&e.layout.as_str()) {
-        return Err(SpecError::new("experiment layout", &e.layout, "schedstat, mmtests, mpstat or ministat"));
+    if !["schedstat", "mmtests", "mpstat", "ministat", "throughput"].contains(&e.layout.as_str()) {
+        return Err(SpecError::new("experiment layout", &e.layout, "schedstat, mmtests, mpstat, ministat or throughput"));
+    }
+    if e.layout == "throughput" {
+        if let Some(bad) = e.rows.iter().find(|r| r.pct_speedup.is_none()) {
+            return Err(SpecError::new("experiment rows.pct_speedup", format!("(missing in row {})", bad.vary), "a number"));
+        }
+    } else if let Some(bad) = e.rows.iter().find(|r| r.base.time_s <= 0.0 || r.new.time_s <= 0.0) {
+        return Err(SpecError::new(
+            "experiment rows.base/new.time_s",
+            format!("(missing or not positive in row {})", bad.vary),
+            "the published time in seconds, a positive number",
+        ));
     }
     if let Some(bad) = e.rows.iter().find(|r| r.others.len() != e.others.len()) {
         return Err(SpecError::new(
@@ -290,6 +307,9 @@ impl Experiment {
         }
         if self.layout == "ministat" {
             return self.ministat_text(c, rows);
+        }
+        if self.layout == "throughput" {
+            return Ok(self.throughput_text(c, rows));
         }
         Ok(self.schedstat_text(c, rows))
     }
@@ -457,6 +477,47 @@ impl Experiment {
             }
         }
         Ok(out)
+    }
+
+    /// A rate benchmark's view: base and new rates (mean ± %stdev of the runs),
+    /// the %speedup of rates published beside simulated, %busy and steals, then
+    /// the simulated tables in the steal seed's layout.
+    fn throughput_text(&self, c: &Comparison, rows: &[Row]) -> String {
+        let mut out = self.header(c);
+        let unit = c.rate_unit().unwrap_or("rate");
+        out.push_str(&format!(
+            "\n{:>8} | {:>21} | {:>21} | {:>15} | {:>7} {:>7} | {:>9}\n",
+            self.vary,
+            format!("base {unit} sim"),
+            format!("new {unit} sim"),
+            "%speedup",
+            "%busy",
+            "%busy",
+            "steal/CPU"
+        ));
+        out.push_str(&format!(
+            "{:>8} | {:>12} {:>8} | {:>12} {:>8} | {:>7} {:>7} | {:>7} {:>7} | {:>9}\n",
+            "", "mean", "%stdev", "mean", "%stdev", "pub", "sim", "base", "new", "new"
+        ));
+        for (p, r) in self.matched(rows) {
+            out.push_str(&format!(
+                "{:>8} | {:>12.2} {:>8.2} | {:>12.2} {:>8.2} | {:>7.1} {:>7.1} | {:>7.2} {:>7.2} | {:>9.0}\n",
+                r.vary,
+                r.base.mean.throughput.unwrap_or(0.0),
+                r.base.stddev_pct,
+                r.new.mean.throughput.unwrap_or(0.0),
+                r.new.stddev_pct,
+                p.pct_speedup.unwrap_or(0.0),
+                r.pct_speedup(),
+                r.base.mean.busy_pct,
+                r.new.mean.busy_pct,
+                r.new.mean.steal,
+            ));
+        }
+        out.push_str(&self.targets_text(rows));
+        out.push_str("\nSimulated, in the seed's layout:\n");
+        out.push_str(&compare::text(c, rows));
+        out
     }
 
     fn schedstat_text(&self, c: &Comparison, rows: &[Row]) -> String {
@@ -792,5 +853,16 @@ numa-fork       threads=79     gain %               4.95       0.00  NO
             let e = load(p.to_str().unwrap()).unwrap_err();
             assert_eq!(e.field, field, "{e}");
         }
+        // A throughput table needs each row's %speedup.
+        let text =
+            steal.replacen("runs = 10\n", "runs = 10\nlayout = \"throughput\"\n", 1).replacen("pct_speedup = 36.1\n", "", 1);
+        std::fs::write(&p, text).unwrap();
+        let e = load(p.to_str().unwrap()).unwrap_err();
+        assert_eq!(e.field, "experiment rows.pct_speedup", "{e}");
+        // Other layouts need the published times.
+        let text = steal.replacen("base = { time_s = 8.084,", "base = { time_s = 0.0,", 1);
+        std::fs::write(&p, text).unwrap();
+        let e = load(p.to_str().unwrap()).unwrap_err();
+        assert_eq!(e.field, "experiment rows.base/new.time_s", "{e}");
     }
 }

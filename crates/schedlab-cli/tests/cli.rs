@@ -251,16 +251,47 @@ fn compare_prints_mmtests_ministat_and_csv() {
 }
 
 #[test]
+fn a_rate_benchmark_is_compared_by_its_rate() {
+    let o = schedlab(&[
+        "compare",
+        "--base",
+        "cfs@4.19",
+        "--new",
+        "cfs@4.19+STEAL",
+        "--topology",
+        "kvm-4",
+        "--machine",
+        "kvm-haswell",
+        "--workload",
+        "tbench runtime_ms=20 warmup_ms=5",
+        "--vary",
+        "clients=1,2",
+        "--runs",
+        "3",
+        "--format",
+        "mmtests",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m = stdout(&o);
+    // Higher is better: compare-kernels' harmonic mean of the rates, not Amean of times.
+    assert!(m.contains("throughput (MB/sec)") && m.contains("Hmean     1") && !m.contains("Amean"), "{m}");
+    let o = schedlab(&["reproduce", "steal-tbench", "--runs", "1", "--scale", "20", "--rows", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(t.contains("base MB/sec sim") && t.contains("clients  MB/sec %stdev  MB/sec %stdev  %speedup"), "{t}");
+}
+
+#[test]
 fn reproduce_all_runs_every_experiment_and_ends_with_one_summary() {
     let o = schedlab(&["reproduce", "all", "--fraction", "0.001", "--runs", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let summary = &out[out.find("Summary (fraction 0.001").expect("a summary")..];
     // One line per published row of every experiment: 5 steal, 9 numa-fork, 15
-    // wakeup-gran, 1 load-resolution.
-    let experiments = ["steal ", "numa-fork ", "wakeup-gran ", "load-resolution "];
+    // wakeup-gran, 1 load-resolution, 5 steal-tbench.
+    let experiments = ["steal ", "numa-fork ", "wakeup-gran ", "load-resolution ", "steal-tbench "];
     let rows = summary.lines().filter(|l| experiments.iter().any(|e| l.starts_with(e))).count();
-    assert_eq!(rows, 30, "{summary}");
+    assert_eq!(rows, 35, "{summary}");
     assert!(summary.contains("rows with a target are within it."), "{summary}");
     assert!(out.contains("All experiments took"));
     for (args, field) in [

@@ -76,8 +76,9 @@ fn legend_layout(series: &[Series], left: f64, width: f64) -> (Vec<(f64, usize)>
 }
 
 /// Grouped bars: one group per category, one bar per series, error bars where
-/// given. Values must be non-negative (times, percentages of busy/idle). When the
-/// values span more than a factor of 20 the y axis is logarithmic.
+/// given. When all values are positive and span more than a factor of 20 the y
+/// axis is logarithmic; otherwise it is linear from 0, or from below 0 when some
+/// value (a %speedup, say) is negative, with bars hanging from the zero line.
 pub fn bar_chart_svg(title: &str, x_label: &str, y_label: &str, categories: &[String], series: &[Series]) -> String {
     let (left, right, bottom) = (70.0, 20.0, 60.0);
     let bar_w = 14.0;
@@ -92,17 +93,25 @@ pub fn bar_chart_svg(title: &str, x_label: &str, y_label: &str, categories: &[St
         .iter()
         .flat_map(|s| s.values.iter().zip(&s.errors).filter_map(|(v, e)| v.map(|v| v + e.unwrap_or(0.0))))
         .fold(0.0f64, f64::max);
+    let min = series
+        .iter()
+        .flat_map(|s| s.values.iter().zip(&s.errors).filter_map(|(v, e)| v.map(|v| v - e.unwrap_or(0.0))))
+        .fold(0.0f64, f64::min);
+    let any_non_positive = series.iter().flat_map(|s| s.values.iter().flatten()).any(|v| *v <= 0.0);
     let min_pos = values.iter().copied().fold(f64::MAX, f64::min);
-    let log = max > 0.0 && min_pos < max / 20.0;
-    let step = tick_step(if max > 0.0 { max * 1.05 } else { 1.0 }, 5.0);
-    let y_max = (max * 1.05 / step).ceil().max(1.0) * step;
+    let log = max > 0.0 && !any_non_positive && min_pos < max / 20.0;
+    let span = max.max(0.0) - min;
+    let step = tick_step(if span > 0.0 { span * 1.05 } else { 1.0 }, 5.0);
+    let y_max = if max > 0.0 { (max * 1.05 / step).ceil().max(1.0) * step } else { 0.0 };
+    let y_min = if min < 0.0 { (min * 1.05 / step).floor() * step } else { 0.0 };
+    let y_max = if y_max <= y_min { y_min + step } else { y_max };
     let (lo_exp, hi_exp) = (min_pos.max(f64::MIN_POSITIVE).log10().floor(), (max * 1.05).log10().ceil());
     let y = |v: f64| {
         if log {
             let f = (v.max(10f64.powf(lo_exp)).log10() - lo_exp) / (hi_exp - lo_exp).max(1.0);
             top + plot_h - f * plot_h
         } else {
-            top + plot_h - (v / y_max) * plot_h
+            top + plot_h - ((v - y_min) / (y_max - y_min)) * plot_h
         }
     };
     // With outlined (published) series, each is paired with the filled one after it.
@@ -123,10 +132,11 @@ pub fn bar_chart_svg(title: &str, x_label: &str, y_label: &str, categories: &[St
             e += 1.0;
         }
     } else {
-        let mut t = 0.0;
-        while t <= y_max + step / 2.0 {
+        let mut k = (y_min / step).round() as i64;
+        while k as f64 * step <= y_max + step / 2.0 {
+            let t = k as f64 * step;
             ticks.push((t, fmt_tick(t, step)));
-            t += step;
+            k += 1;
         }
     }
     for (t, label) in ticks {
@@ -143,9 +153,9 @@ pub fn bar_chart_svg(title: &str, x_label: &str, y_label: &str, categories: &[St
         out,
         r##"<line x1="{left}" y1="{top}" x2="{left}" y2="{:.1}" stroke="black"/><line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"##,
         top + plot_h,
-        top + plot_h,
+        y(0.0),
         left + plot_w,
-        top + plot_h
+        y(0.0)
     );
     let _ = writeln!(
         out,
@@ -176,13 +186,13 @@ pub fn bar_chart_svg(title: &str, x_label: &str, y_label: &str, categories: &[St
             let _ = writeln!(
                 out,
                 r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{fill}" stroke="{stroke}" stroke-width="1.5"/>"#,
-                y(v),
+                y(v).min(y(0.0)),
                 bar_w - 2.0,
-                (y(0.0) - y(v)).max(0.0)
+                (y(0.0) - y(v)).abs()
             );
             if let Some(e) = s.errors.get(ci).copied().flatten().filter(|e| *e > 0.0) {
                 let cx = x + (bar_w - 2.0) / 2.0;
-                let (lo, hi) = (y((v - e).max(0.0)), y(v + e));
+                let (lo, hi) = (y(if y_min < 0.0 { v - e } else { (v - e).max(0.0) }), y(v + e));
                 let _ = writeln!(
                     out,
                     r#"<path d="M{cx:.1} {lo:.1} V{hi:.1} M{:.1} {hi:.1} H{:.1} M{:.1} {lo:.1} H{:.1}" stroke="black" fill="none"/>"#,
@@ -314,6 +324,24 @@ mod tests {
         assert_eq!(svg.matches("<rect x=").count(), 3 + 2);
         assert_eq!(svg.matches("<path d=").count(), 1);
         assert!(svg.contains("new &amp; &lt;x&gt;"));
+    }
+
+    #[test]
+    fn negative_values_hang_from_the_zero_line() {
+        // %speedup 16.2 published, −0.5 simulated: a linear axis from −5 to 20 by 5.
+        let s = vec![
+            Series { name: "published".into(), values: vec![Some(16.2)], errors: vec![None], hollow: true },
+            Series { name: "simulated".into(), values: vec![Some(-0.5)], errors: vec![None], hollow: false },
+        ];
+        let svg = bar_chart_svg("t", "clients", "%speedup", &["1".into()], &s);
+        assert!(!svg.contains("log scale"));
+        for t in [">-5<", ">0<", ">5<", ">20<"] {
+            assert!(svg.contains(t), "{t}");
+        }
+        // 300 px for 25 units: zero at 240 px below the top (top = 62), 16.2 is
+        // 194.4 px tall, −0.5 is 6 px tall starting at the zero line.
+        assert!(svg.contains(r#"y="107.6" width="12.0" height="194.4""#), "{svg}");
+        assert!(svg.contains(r#"y="302.0" width="12.0" height="6.0""#), "{svg}");
     }
 
     #[test]

@@ -134,6 +134,26 @@ impl Workload {
         }
     }
 
+    /// The benchmark's own rate, higher is better, with its unit: tbench's MB/sec
+    /// and schbench's average rps. None for benchmarks that report a time.
+    pub fn throughput(&self, res: &RunResult) -> Option<(f64, &'static str)> {
+        let unit = self.rate_unit()?;
+        match self {
+            Workload::Tbench(_) => Some((Tbench::mb_per_s(res), unit)),
+            Workload::Schbench(_) => Some((Schbench::rps(res), unit)),
+            _ => None,
+        }
+    }
+
+    /// The unit of `throughput()`, for benchmarks that report a rate.
+    pub fn rate_unit(&self) -> Option<&'static str> {
+        match self {
+            Workload::Tbench(_) => Some("MB/sec"),
+            Workload::Schbench(_) => Some("rps"),
+            _ => None,
+        }
+    }
+
     /// What the tool itself prints after running.
     pub fn result_line(&self, res: &RunResult) -> String {
         match self {

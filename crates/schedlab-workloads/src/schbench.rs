@@ -90,10 +90,15 @@ impl Schbench {
             }
             out.push_str(&format!("\t  min={}, max={}\n", h.min() / 1000, h.max() / 1000));
         }
+        out.push_str(&format!("average rps: {:.2}", Self::rps(res)));
+        out
+    }
+
+    /// Requests per second over the measured window, schbench's "average rps".
+    pub fn rps(res: &RunResult) -> f64 {
         let requests = res.metrics.get(&REQUEST_LATENCY).map_or(0, |h| h.len());
         let window_s = res.elapsed_ns() as f64 / 1e9;
-        out.push_str(&format!("average rps: {:.2}", requests as f64 / window_s.max(1e-9)));
-        out
+        requests as f64 / window_s.max(1e-9)
     }
 
     pub fn main_program(&self) -> Box<dyn Program> {

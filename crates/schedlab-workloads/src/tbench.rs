@@ -218,10 +218,15 @@ impl Tbench {
 
     /// tbench's final line.
     pub fn result_lines(&self, res: &RunResult) -> String {
-        let window_s = res.elapsed_ns().max(1) as f64 / 1e9;
-        let mb_per_s = payload_bytes(res) as f64 / 1e6 / window_s;
+        let mb_per_s = Self::mb_per_s(res);
         let max_latency_ms = res.metrics.get(&OP_LATENCY).map_or(0, |h| h.max()) as f64 / 1e6;
         format!("Throughput {mb_per_s:.4} MB/sec  {n} clients  {n} procs  max_latency={max_latency_ms:.3} ms", n = self.clients)
+    }
+
+    /// Payload megabytes (10^6 bytes, as tbench divides) per second of the window.
+    pub fn mb_per_s(res: &RunResult) -> f64 {
+        let window_s = res.elapsed_ns().max(1) as f64 / 1e9;
+        payload_bytes(res) as f64 / 1e6 / window_s
     }
 
     pub fn main_program(&self) -> Box<dyn Program> {
