@@ -300,6 +300,10 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         fork_ns,
         clone_ns,
         exit_ns,
+        cache_line_ns: floor(cache_line_ns, 1),
+        // Measured between two CPUs of this host; a host with one LLC cannot show
+        // the distance to another, so the same number stands for it.
+        cache_line_remote_ns: floor(cache_line_ns, 1),
         migration,
         sched_ops,
         node_mem_bw_mbps,

@@ -100,6 +100,12 @@ pub struct MachineProfile {
     pub clone_ns: u64,
     /// Cost of `exit()` and of the parent's `wait()` reaping it, each.
     pub exit_ns: u64,
+    /// One cache line, modified in another core's cache, moving to this core
+    /// within an LLC: what the next user of a shared lock word or queue head pays
+    /// (`t_cl`; the sched_ops costs are built from it too).
+    pub cache_line_ns: u64,
+    /// The same between LLCs: another CCX or another socket.
+    pub cache_line_remote_ns: u64,
     /// Cache refill after migration.
     pub migration: MigrationCost,
     /// Scheduler search costs.
@@ -138,6 +144,9 @@ impl MachineProfile {
             fork_ns: 50_000,
             clone_ns: 20_000,
             exit_ns: 10_000,
+            // No cache-line transfers, so pipe costs stay the hand-computed ones.
+            cache_line_ns: 0,
+            cache_line_remote_ns: 0,
             migration: MigrationCost { smt_ns: 100, llc_ns: 1000, cross_llc_ns: 5000, cross_node_ns: 10_000 },
             sched_ops: SchedOpCost {
                 per_cpu_scanned_ns: 10,

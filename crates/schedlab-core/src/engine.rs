@@ -39,6 +39,11 @@ pub const MAX_UTIL_BUCKETS: usize = 2048;
 
 /// First pid handed out; the workload's main task gets it.
 const FIRST_PID: u32 = 1000;
+/// Cache lines of a pipe that a read or write takes over from the CPU that used
+/// it last (struct pipe_inode_info and struct pipe_buffer, include/linux/
+/// pipe_fs_i.h, v5.15): the mutex with rd_wait, head/tail with wr_wait, the
+/// ring slot's pipe_buffer (offset, len), and the data line written or read.
+const PIPE_SHARED_LINES: u64 = 4;
 
 /// Run settings that are not the policy's.
 #[derive(Clone, Debug)]
@@ -862,6 +867,8 @@ impl Engine {
         if let Some(op) = &self.exec[p].op {
             // Retry of a system call that blocked: its body runs again.
             let cost = self.op_cost(op, false);
+            let pipe = Self::pipe_of(op);
+            let cost = cost + pipe.map_or(0, |chan| self.pipe_mutex_ns(cpu, p, chan, cost));
             self.start_segment(cpu, p, cost, true);
             return;
         }
@@ -896,6 +903,8 @@ impl Engine {
                 }
                 op => {
                     let cost = self.op_cost(&op, true);
+                    let entry = self.sys.cost.syscall_ns;
+                    let cost = cost + Self::pipe_of(&op).map_or(0, |chan| self.pipe_mutex_ns(cpu, p, chan, cost - entry));
                     let e = &mut self.exec[p];
                     e.op = Some(op);
                     e.first_attempt = true;
@@ -1036,6 +1045,52 @@ impl Engine {
             _ => 0,
         };
         entry + body
+    }
+
+    /// The channel of a read or write, if it is a pipe's.
+    fn pipe_of(op: &Op) -> Option<crate::program::ChanId> {
+        match *op {
+            Op::Write { chan, .. } | Op::Read { chan, .. } => Some(chan),
+            _ => None,
+        }
+    }
+
+    /// What a pipe read or write pays beyond its cache-hot cost for sharing the
+    /// pipe: `pipe_read()`/`pipe_write()` (fs/pipe.c, v5.15) run under
+    /// `__pipe_lock()`, so concurrent callers on other CPUs wait for the mutex,
+    /// spinning while its owner runs (`mutex_optimistic_spin()`; a holder is never
+    /// preempted inside, the kernel being non-preemptible there) and then queue
+    /// in arrival order; and the pipe's lines come from the cache of the CPU that
+    /// used it last. `body_ns` is the locked part (the pipe work and the copy).
+    /// Returns the spin plus the line transfers, and reserves the mutex until
+    /// this call's end. A spinner that is asked to reschedule sleeps on the mutex
+    /// instead; that is not modelled (it spins on).
+    fn pipe_mutex_ns(&mut self, cpu: usize, p: TaskId, chan: crate::program::ChanId, body_ns: u64) -> u64 {
+        let arrive = self.sys.now_ns
+            + self.sys.pending_overhead_ns[cpu]
+            + self.exec[p].refill_ns
+            + if self.exec[p].op.is_some() { 0 } else { self.sys.cost.syscall_ns };
+        let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
+        let transfer = match pipe.last_cpu {
+            Some(last) if last != cpu => {
+                let (a, b) = (&self.sys.topo.cpus[last], &self.sys.topo.cpus[cpu]);
+                let line = if a.core == b.core {
+                    0
+                } else if a.llc == b.llc {
+                    self.sys.cost.cache_line_ns
+                } else {
+                    self.sys.cost.cache_line_remote_ns
+                };
+                PIPE_SHARED_LINES * line
+            }
+            _ => 0,
+        };
+        let start = arrive.max(pipe.mutex_free_ns);
+        let spin = start - arrive;
+        let Some(Channel::Pipe(pipe)) = self.chans.get_mut(chan) else { return 0 };
+        pipe.mutex_free_ns = start + transfer + body_ns;
+        pipe.last_cpu = Some(cpu);
+        spin + transfer
     }
 
     /// Applies the effect of the system call `p` just paid for.

@@ -92,6 +92,11 @@ pub struct Pipe {
     pub wr_wait: WaitQueue,
     /// Set once the pipe has been polled: writers then always wake readers.
     pub poll_usage: bool,
+    /// The CPU whose cache holds the pipe's shared lines (mutex, ring indexes,
+    /// the slot and data last written): the last one to read or write it.
+    pub last_cpu: Option<usize>,
+    /// When `pipe->mutex` is next free: the end of the last reserved read or write.
+    pub mutex_free_ns: u64,
 }
 
 impl Pipe {

@@ -210,3 +210,53 @@ fn smt_siblings_slow_each_other_while_both_run() {
     assert!((3_190_000..=3_210_000).contains(&b), "b {b}");
     assert!((11_150_000..=11_250_000).contains(&a), "a {a}");
 }
+
+/// Two writer processes filling one pipe from two CPUs: 600 writes of 10 bytes
+/// each (12 KB in all: the ring never fills). Returns each writer's system time.
+fn two_writers(topo: &str, line_ns: u64, remote_ns: u64) -> Vec<u64> {
+    let writer = || Script::new((0..600).map(|_| Op::Write { chan: 0, bytes: 10 }).collect());
+    let ops = vec![
+        Op::Pipe,
+        Op::Fork { kind: ForkKind::Process, comm: Some("w".into()), program: Box::new(writer()) },
+        Op::Fork { kind: ForkKind::Process, comm: Some("w".into()), program: Box::new(writer()) },
+        Op::WaitChild,
+        Op::WaitChild,
+    ];
+    let mut profile = common::unit_profile();
+    profile.cache_line_ns = line_ns;
+    profile.cache_line_remote_ns = remote_ns;
+    let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let r = Engine::new(Topology::parse(topo).unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    r.tasks.iter().filter(|t| t.comm == "w").map(|t| t.sys_ns).collect()
+}
+
+#[test]
+fn pipe_writers_on_two_cpus_share_its_mutex_and_its_cache_lines() {
+    // Cache-hot, one write is 100 (entry) + 200 (pipe work) + 10 (copy) = 310 ns,
+    // 210 of them under pipe->mutex; exit adds 100 + 10000, and the scheduler's
+    // work before a task's segments counts as its system time too.
+    let alone = 600 * 310 + 100 + 10_000;
+    // One CPU: the writers take turns, nothing moves between caches and the mutex
+    // is always free: lines or no lines, the same times.
+    let one = two_writers("1x1x1x1", 0, 0);
+    assert!(one.iter().all(|&s| (alone..alone + 2000).contains(&s)), "{one:?}");
+    assert_eq!(two_writers("1x1x1x1", 50, 150), one);
+    // Two CPUs: the second writer starts after the first's fork (50 us) and they
+    // then overlap for ~130 us. The mutex lets one 210 ns hold through at a time,
+    // so each writer manages one write per 420 ns instead of 310 and spins the
+    // other 110 (system time): ~300 writes each, ~65 us of spinning in all. A
+    // spin never exceeds the hold it waits for.
+    let both = two_writers("1x1x2x1", 0, 0);
+    let spin: u64 = both.iter().map(|s| s.saturating_sub(alone)).sum();
+    assert!((40_000..=2 * 600 * 210).contains(&spin), "spin {spin}: {both:?}");
+    // With 50 ns lines, a write made after the other CPU's takes over the pipe's 4
+    // shared lines: 200 ns more under the mutex, ~600 writes alternating; across
+    // LLCs 150 ns lines (600 ns more).
+    let base: u64 = both.iter().sum();
+    let local: u64 = two_writers("1x1x2x1", 50, 150).iter().sum();
+    let remote: u64 = two_writers("1x2x1x1", 50, 150).iter().sum();
+    assert!(local > base + 300 * 200, "local {local} base {base}");
+    assert!(remote > local + 300 * 400, "remote {remote} local {local}");
+}
