@@ -12,6 +12,7 @@ use schedlab_core::sched::SchedClass;
 /// Policies this build knows, for help texts and errors.
 pub const POLICIES: &[(&str, &str)] = &[
     ("fifo", "one global FIFO queue: the ideal work-conserving reference"),
+    ("cfs@3.0", "Linux CFS as of v3.0: balancing on instantaneous weights, no PELT; +NO_LOAD_RESOLUTION (Rao 2011)"),
     ("cfs@4.19", "Linux CFS as of v4.19; features: +STEAL (Sistare 2018), +NO_<feature> for features.h switches"),
     ("cfs@5.10", "Linux CFS as of v5.10; features: +NUMA_FORK_SPREAD (Gorman 2020), +NO_LOAD_RESOLUTION"),
     ("cfs@5.15", "Linux CFS as of v5.15; features: +SCALE_WAKEUP_GRAN (Gorman 2021), +NO_LOAD_RESOLUTION"),

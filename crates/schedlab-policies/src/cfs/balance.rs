@@ -13,7 +13,7 @@ use schedlab_core::sched::{Charge, System};
 use schedlab_core::task::TaskId;
 
 use super::balance5::MigrationType;
-use super::domains::{SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING};
+use super::domains::{KernelVersion, SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING};
 use super::fair::{Cfs, SCHED_STEAL_COST_NS};
 use super::group::Ent;
 
@@ -128,6 +128,9 @@ impl Cfs {
     ) -> (usize, bool) {
         if self.reworked_balancer() {
             return self.load_balance_v5(sys, this_cpu, sd_idx, idle, charge_cpu);
+        }
+        if self.version == KernelVersion::V3_0 {
+            return self.load_balance_v3(sys, this_cpu, sd_idx, idle, charge_cpu);
         }
         sys.stats[this_cpu].lb_count += 1;
         let sd = &self.doms[this_cpu].domains[sd_idx];
@@ -489,7 +492,9 @@ impl Cfs {
         let mut next_balance = jiffies + 1_000_000_000 / self.tick_ns;
         let avg_idle = self.rq[cpu].avg_idle_ns;
         let mut pulled = 0;
-        if avg_idle < self.sysctl.migration_cost_ns || !self.rd_overload {
+        // v3.0 has no root-domain overload flag and no per-domain cost gate (v3.11).
+        let v30 = self.version == KernelVersion::V3_0;
+        if avg_idle < self.sysctl.migration_cost_ns || !(self.rd_overload || v30) {
             sys.stats[cpu].newidle_skipped += 1;
             for d in &self.doms[cpu].domains {
                 next_balance = next_balance.min(
@@ -501,13 +506,16 @@ impl Cfs {
             if self.reworked_balancer() {
                 self.update_blocked_averages(cpu, sys.now_ns);
             }
+            if v30 {
+                self.update_shares_v30(cpu, sys.now_ns);
+            }
             let mut curr_cost = 0u64;
             for i in 0..self.doms[cpu].domains.len() {
                 let d = &self.doms[cpu].domains[i];
                 if !self.sd_balances(d.flags) {
                     continue;
                 }
-                if avg_idle < curr_cost + d.max_newidle_lb_cost_ns {
+                if !v30 && avg_idle < curr_cost + d.max_newidle_lb_cost_ns {
                     next_balance = next_balance.min(
                         d.last_balance_jiffies
                             + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
@@ -564,6 +572,10 @@ impl Cfs {
             // run_rebalance_domains() / _nohz_idle_balance() first bring the CPU's
             // blocked load up to date; only 5.x reads it.
             self.update_blocked_averages(cpu, sys.now_ns);
+        }
+        if self.version == KernelVersion::V3_0 {
+            // v3.0 rebalance_domains() starts with update_shares().
+            self.update_shares_v30(cpu, sys.now_ns);
         }
         let jiffies = self.jiffies(sys.now_ns);
         let hz = 1_000_000_000 / self.tick_ns;

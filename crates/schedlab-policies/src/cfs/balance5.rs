@@ -583,6 +583,6 @@ impl Cfs {
 
     /// True for the versions whose balancer is this file's.
     pub fn reworked_balancer(&self) -> bool {
-        self.version != KernelVersion::V4_19
+        !self.version.pre_rework()
     }
 }

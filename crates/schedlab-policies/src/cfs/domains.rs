@@ -54,6 +54,9 @@ use schedlab_core::topology::Topology;
 /// The kernel whose domain-building rules are followed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum KernelVersion {
+    /// The domains and flags of v4.19; balancing on instantaneous `rq->load.weight`
+    /// without PELT (`balance3.rs`), the load-resolution seed's kernel.
+    V3_0,
     /// `SD_LOAD_BALANCE`, load indexes, `smt_gain`; busy_factor 32, default imbalance 125%.
     V4_19,
     /// No `SD_LOAD_BALANCE` / load indexes / `smt_gain`; PREFER_SIBLING by default;
@@ -68,6 +71,7 @@ impl KernelVersion {
     /// The version as written in a policy name (`cfs@5.15`).
     pub fn name(self) -> &'static str {
         match self {
+            KernelVersion::V3_0 => "3.0",
             KernelVersion::V4_19 => "4.19",
             KernelVersion::V5_10 => "5.10",
             KernelVersion::V5_15 => "5.15",
@@ -75,7 +79,14 @@ impl KernelVersion {
     }
 
     pub fn parse(s: &str) -> Option<KernelVersion> {
-        [KernelVersion::V4_19, KernelVersion::V5_10, KernelVersion::V5_15].into_iter().find(|v| v.name() == s)
+        [KernelVersion::V3_0, KernelVersion::V4_19, KernelVersion::V5_10, KernelVersion::V5_15]
+            .into_iter()
+            .find(|v| v.name() == s)
+    }
+
+    /// Before the v5.5 balancer rework: `SD_LOAD_BALANCE`, load indexes, `smt_gain`.
+    pub fn pre_rework(self) -> bool {
+        matches!(self, KernelVersion::V3_0 | KernelVersion::V4_19)
     }
 }
 
@@ -290,7 +301,7 @@ pub struct CpuDomains {
 /// a lone thread 1024. v5.x: every CPU of a symmetric machine has 1024.
 pub fn cpu_capacity_orig(topo: &Topology, cpu: usize, version: KernelVersion) -> u64 {
     let threads = topo.smt_siblings(cpu).count();
-    if version == KernelVersion::V4_19 && threads > 1 {
+    if version.pre_rework() && threads > 1 {
         u64::from(SMT_GAIN) / threads as u64
     } else {
         SCHED_CAPACITY_SCALE
@@ -373,7 +384,7 @@ fn numa_distances(topo: &Topology, version: KernelVersion) -> Option<Vec<u32>> {
     }
     let mut out = Vec::new();
     match version {
-        KernelVersion::V4_19 | KernelVersion::V5_10 => {
+        KernelVersion::V3_0 | KernelVersion::V4_19 | KernelVersion::V5_10 => {
             let mut curr = node_distance(topo, 0, 0);
             out.push(curr);
             loop {
@@ -466,7 +477,7 @@ fn topology_levels(topo: &Topology, version: KernelVersion) -> Vec<TopoLevel> {
 /// A fresh domain for `tl` (`sd_init()`): the version's defaults, then the level's
 /// topology flags turned into behaviour.
 fn sd_init(tl: &TopoLevel, version: KernelVersion, sd_weight: usize, span: CpuSet) -> SchedDomain {
-    let v4 = version == KernelVersion::V4_19;
+    let v4 = version.pre_rework();
     let weight = sd_weight as u64;
     let mut flags = SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | tl.topo_flags;
     // v4.19 balances every domain explicitly; 5.x dropped the flag and starts every level
@@ -630,7 +641,7 @@ fn sd_degenerate(sd: &SchedDomain, version: KernelVersion) -> bool {
     if sd.span.count() == 1 {
         return true;
     }
-    let needs_groups = if version == KernelVersion::V4_19 { V4_19_NEEDS_GROUPS } else { V5_NEEDS_GROUPS };
+    let needs_groups = if version.pre_rework() { V4_19_NEEDS_GROUPS } else { V5_NEEDS_GROUPS };
     if sd.flags & needs_groups != 0 && sd.groups.len() > 1 {
         return false;
     }
@@ -653,7 +664,7 @@ fn sd_parent_degenerate(child: &SchedDomain, parent: &SchedDomain, version: Kern
     }
     let mut pflags = parent.flags;
     if parent.groups.len() == 1 {
-        if version == KernelVersion::V4_19 {
+        if version.pre_rework() {
             pflags &= !(V4_19_NEEDS_GROUPS | SD_PREFER_SIBLING);
             if nr_nodes == 1 {
                 pflags &= !SD_SERIALIZE;

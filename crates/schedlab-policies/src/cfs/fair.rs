@@ -88,6 +88,16 @@ pub struct CfsRq {
     /// `cfs_rq->h_load` and the jiffy it was computed in.
     pub h_load: u64,
     pub last_h_load_update: Option<u64>,
+    /// v3.0 group load window (`update_cfs_load()`): ∑ load.weight × ns over the
+    /// window (`cfs_rq->load_avg`), its length, when it was last folded and last
+    /// saw load, what it publishes to `tg->load_weight`, and run time not yet
+    /// folded in (`load_unacc_exec_time`).
+    pub v30_load_avg: u128,
+    pub load_period_ns: u64,
+    pub load_stamp_ns: u64,
+    pub load_last_ns: u64,
+    pub load_contribution: u64,
+    pub load_unacc_exec_ns: u64,
 }
 
 /// `struct rq`, fair-relevant parts.
@@ -161,7 +171,7 @@ impl Cfs {
     /// `cfs@4.19` with `features` (`STEAL`, `NO_WA_IDLE`, …) and sysctls.
     pub fn new(version: &str, features: Option<&str>, sysctls: &[(String, String)]) -> Result<Cfs, SpecError> {
         let Some(version) = KernelVersion::parse(version) else {
-            return Err(SpecError::new("cfs version", version, "a modelled version: 4.19, 5.10 or 5.15"));
+            return Err(SpecError::new("cfs version", version, "a modelled version: 3.0, 4.19, 5.10 or 5.15"));
         };
         let mut feat = Features::for_version(version);
         if let Some(f) = features {
@@ -230,6 +240,9 @@ impl Cfs {
         se.exec_start_ns = now;
         se.sum_exec_runtime_ns += delta;
         se.vruntime += calc_delta_fair(delta, &mut se.load, res);
+        if self.version == KernelVersion::V3_0 {
+            self.cfs_mut(q, cpu).load_unacc_exec_ns += delta;
+        }
         self.update_min_vruntime(q, cpu);
     }
 
@@ -398,6 +411,11 @@ impl Cfs {
             se.vruntime = se.vruntime.wrapping_add(min);
         }
         self.update_curr(q, cpu, now);
+        if self.version == KernelVersion::V3_0 {
+            // v3.0 enqueue_entity(): the group's window takes the time so far at
+            // the old weight.
+            self.update_cfs_load_v30(q, cpu, now, false);
+        }
         if renorm && !is_curr {
             let min = self.cfs(q, cpu).min_vruntime;
             let se = self.ent_mut(e);
@@ -438,6 +456,9 @@ impl Cfs {
     /// `dequeue_entity()` (v4.19 L3957) of `e` from group `q`'s cfs_rq on `cpu`.
     fn dequeue_entity(&mut self, q: usize, cpu: usize, e: Ent, sleep: bool, now: u64) {
         self.update_curr(q, cpu, now);
+        if self.version == KernelVersion::V3_0 {
+            self.update_cfs_load_v30(q, cpu, now, false);
+        }
         self.update_load_avg_se(q, cpu, Some(e), now);
         let w = self.ent(e).load.weight;
         {
@@ -737,8 +758,12 @@ impl Cfs {
         }
     }
 
-    /// `weighted_cpuload()`: the CPU's runnable load average.
+    /// `weighted_cpuload()`: the CPU's runnable load average; in v3.0 its
+    /// instantaneous `rq->load.weight` (scaled when the extra resolution is on).
     pub fn weighted_cpuload(&self, cpu: usize) -> u64 {
+        if self.version == KernelVersion::V3_0 {
+            return self.rq[cpu].cfs.load.weight;
+        }
         self.rq[cpu].cfs.avg.runnable_load_avg
     }
 
@@ -896,6 +921,7 @@ impl Cfs {
             level: 0,
             shares: self.res.scale_load(schedlab_core::sched::ROOT_TASK_GROUP_SHARES),
             load_avg: 0,
+            load_weight: 0,
             cfs_rq: Vec::new(),
             se: Vec::new(),
         }];
@@ -1075,7 +1101,14 @@ impl SchedClass for Cfs {
             let q = self.q_of(e);
             self.update_curr(q, cpu, now);
             self.update_load_avg_se(q, cpu, Some(e), now);
-            self.update_cfs_group(e, now);
+            if self.version != KernelVersion::V3_0 {
+                self.update_cfs_group(e, now);
+            } else if q != 0 && self.cfs(q, cpu).load_unacc_exec_ns > super::group::SCHED_SHARES_WINDOW_NS {
+                // v3.0 update_entity_shares_tick(): once the group has run a window
+                // unaccounted, fold it and re-weight the group's entity.
+                self.update_cfs_load_v30(q, cpu, now, false);
+                self.update_cfs_group(Ent::Group(q, cpu), now);
+            }
             if self.cfs(q, cpu).nr_running > 1 && self.check_preempt_tick(q, cpu, e) {
                 resched = true;
             }

@@ -83,12 +83,13 @@ impl Features {
             last_buddy: true,
             cache_hot_buddy: true,
             wakeup_preemption: true,
-            sis_prop: true,
             sis_avg_cpu: false,
-            wa_idle: true,
+            // v3.0 has no SIS_PROP scan limit and no wake_affine_idle().
+            sis_prop: version != KernelVersion::V3_0,
+            wa_idle: version != KernelVersion::V3_0,
             wa_weight: true,
             wa_bias: true,
-            lb_bias: version == KernelVersion::V4_19,
+            lb_bias: version.pre_rework(),
             steal: false,
             scale_wakeup_gran: false,
             numa_fork_spread: version == KernelVersion::V5_15,
@@ -103,10 +104,13 @@ impl Features {
     fn exists(&self, name: &str) -> bool {
         use KernelVersion::*;
         match name {
-            "LB_BIAS" | "STEAL" => self.version == V4_19,
-            "SIS_AVG_CPU" => self.version != V5_15,
+            "LB_BIAS" => self.version.pre_rework(),
+            "STEAL" => self.version == V4_19,
+            "SIS_AVG_CPU" => !matches!(self.version, V3_0 | V5_15),
             "SCALE_WAKEUP_GRAN" => self.version == V5_15,
-            "NUMA_FORK_SPREAD" => self.version != V4_19,
+            "NUMA_FORK_SPREAD" => !self.version.pre_rework(),
+            // Added after v3.0 (3.8-4.14): WA_* with wake_affine()'s split, SIS_* scan limits.
+            "SIS_PROP" | "WA_IDLE" | "WA_WEIGHT" | "WA_BIAS" => self.version != V3_0,
             _ => true,
         }
     }

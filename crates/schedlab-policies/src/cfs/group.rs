@@ -14,6 +14,7 @@
 use schedlab_core::sched::System;
 use schedlab_core::task::TaskId;
 
+use super::domains::KernelVersion;
 use super::fair::{Cfs, CfsRq, Se, MIN_VRUNTIME_START};
 use super::pelt::SchedAvg;
 use super::weights::LoadWeight;
@@ -21,6 +22,9 @@ use super::weights::LoadWeight;
 /// `MIN_SHARES`: the smallest group entity weight, deliberately not scaled by the
 /// extra load resolution (kernel/sched/sched.h).
 pub const MIN_SHARES: u64 = 2;
+
+/// `sysctl_sched_shares_window` (v3.0): the window of a group's load average.
+pub const SCHED_SHARES_WINDOW_NS: u64 = 10_000_000;
 
 /// A scheduling entity: a task, or group `g`'s entity on CPU `cpu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -41,6 +45,8 @@ pub struct TaskGroup {
     pub shares: u64,
     /// `tg->load_avg`: the sum of the per-CPU contributions.
     pub load_avg: u64,
+    /// v3.0 `tg->load_weight`: the sum of the per-CPU `load_contribution`s.
+    pub load_weight: u64,
     pub cfs_rq: Vec<CfsRq>,
     pub se: Vec<Se>,
 }
@@ -123,6 +129,7 @@ impl Cfs {
                 level: self.tg[parent].level + 1,
                 shares: self.res.scale_load(info.shares),
                 load_avg: 0,
+                load_weight: 0,
                 cfs_rq: vec![CfsRq { min_vruntime: MIN_VRUNTIME_START, ..CfsRq::default() }; n],
                 se: vec![group_se; n],
             });
@@ -161,11 +168,78 @@ impl Cfs {
         (shares.min(u64::MAX as u128) as u64).clamp(MIN_SHARES, tg_shares.max(MIN_SHARES))
     }
 
+    /// `update_cfs_load()` (v3.0 sched_fair.c L664): fold the time since the last
+    /// fold into group `g`'s window on `cpu` at its current `load.weight`, truncate
+    /// history after four idle windows, publish the window's average to
+    /// `tg->load_weight` when it moved by more than 1/8 (always if `global`), and
+    /// halve the window while it is longer than `sched_shares_window`.
+    pub fn update_cfs_load_v30(&mut self, g: usize, cpu: usize, now: u64, global: bool) {
+        if g == 0 {
+            return;
+        }
+        let period = SCHED_SHARES_WINDOW_NS;
+        let load = self.tg[g].cfs_rq[cpu].load.weight;
+        let c = &mut self.tg[g].cfs_rq[cpu];
+        let mut delta = now.saturating_sub(c.load_stamp_ns);
+        if c.load_stamp_ns > c.load_last_ns && now - c.load_last_ns > 4 * period {
+            c.load_period_ns = 0;
+            c.v30_load_avg = 0;
+            delta = period - 1;
+        }
+        c.load_stamp_ns = now;
+        c.load_unacc_exec_ns = 0;
+        c.load_period_ns += delta;
+        if load > 0 {
+            c.load_last_ns = now;
+            c.v30_load_avg += delta as u128 * load as u128;
+        }
+        if global || c.load_period_ns > period || c.load_period_ns == 0 {
+            // update_cfs_rq_load_contribution() (L642).
+            let avg = (c.v30_load_avg / (c.load_period_ns as u128 + 1)) as i128;
+            let diff = avg - c.load_contribution as i128;
+            if global || diff.unsigned_abs() > (c.load_contribution / 8) as u128 {
+                c.load_contribution = avg as u64;
+                let tg = &mut self.tg[g];
+                tg.load_weight = (tg.load_weight as i128 + diff).max(0) as u64;
+            }
+        }
+        let c = &mut self.tg[g].cfs_rq[cpu];
+        while c.load_period_ns > period {
+            c.load_period_ns /= 2;
+            c.v30_load_avg /= 2;
+        }
+    }
+
+    /// `calc_cfs_shares()` (v3.0 L726): the group's shares times this CPU's part
+    /// of its load, where this CPU counts its instantaneous weight and the others
+    /// what they last published; at least MIN_SHARES, at most the shares.
+    pub fn calc_cfs_shares_v30(&self, g: usize, cpu: usize) -> u64 {
+        let tg = &self.tg[g];
+        let c = &tg.cfs_rq[cpu];
+        let load = c.load.weight;
+        let load_weight = (tg.load_weight as i128 + load as i128 - c.load_contribution as i128).max(0) as u128;
+        // The kernel divides only by a non-zero total.
+        let product = tg.shares as u128 * load as u128;
+        let shares = product.checked_div(load_weight).unwrap_or(product);
+        (shares.min(u64::MAX as u128) as u64).clamp(MIN_SHARES, tg.shares.max(MIN_SHARES))
+    }
+
+    /// `update_shares()` (v3.0 L2077) for `cpu`, from the balancer: every group's
+    /// window folded and published, and its entity re-weighted, children first.
+    pub fn update_shares_v30(&mut self, cpu: usize, now: u64) {
+        for g in (1..self.tg.len()).rev() {
+            self.update_cfs_load_v30(g, cpu, now, true);
+            self.update_cfs_group(Ent::Group(g, cpu), now);
+        }
+    }
+
     /// `update_cfs_group()` (v4.19 L3006): re-weight a group entity from its
-    /// group's cfs_rq; nothing for tasks.
+    /// group's cfs_rq; nothing for tasks. v3.0 (`update_cfs_shares()`, L749)
+    /// computes the weight from instantaneous loads (`calc_cfs_shares()`).
     pub fn update_cfs_group(&mut self, e: Ent, now: u64) {
         let Ent::Group(g, cpu) = e else { return };
-        let shares = self.calc_group_shares(g, cpu);
+        let shares =
+            if self.version == KernelVersion::V3_0 { self.calc_cfs_shares_v30(g, cpu) } else { self.calc_group_shares(g, cpu) };
         if shares != self.ent(e).load.weight {
             self.reweight_entity(e, cpu, shares, now);
         }
@@ -244,6 +318,9 @@ impl Cfs {
     /// `task_h_load()` (v4.19 L7424): the task's load as a share of its CPU's.
     /// A task of the root group counts its own load average.
     pub fn task_h_load(&mut self, p: TaskId, jiffies: u64) -> u64 {
+        if self.version == KernelVersion::V3_0 {
+            return self.task_h_load_v3(p);
+        }
         let q = self.task_group[p];
         if q == 0 {
             return self.se[p].avg.load_avg;
@@ -293,6 +370,7 @@ mod tests {
             level: 1,
             shares: c.res.scale_load(shares),
             load_avg: n as u64 * 3 * 1024,
+            load_weight: 0,
             cfs_rq: vec![cfs_rq; n],
             se: vec![Se { load: LoadWeight::new(nice0), ..Se::blank() }; n],
         });
@@ -316,6 +394,59 @@ mod tests {
         // A default group (1024 shares) gets 1024/16 = 64 units per CPU either way.
         assert_eq!(loaded_group("4.19", None, 1024).calc_group_shares(1, 0), 64 << 10);
         assert_eq!(loaded_group("4.19", Some("NO_LOAD_RESOLUTION"), 1024).calc_group_shares(1, 0), 64);
+    }
+
+    #[test]
+    fn v3_0_shares_of_a_shares_2_group_on_16_cpus() {
+        // v3.0 splits by instantaneous weights: this CPU's 3 tasks against the 15
+        // others' published 3 each. With the extra resolution 2048 × 3/48 = 128
+        // (scaled), a proportional weight; without, 2 × 3/48 rounds to 0 and is
+        // clamped to MIN_SHARES = 2, so a CPU with one task and one with ten weigh
+        // the same.
+        let setup = |features: Option<&str>| {
+            let mut c = loaded_group("3.0", features, 2);
+            let nice0 = c.res.nice_0_load();
+            for cpu in 0..16 {
+                c.tg[1].cfs_rq[cpu].load_contribution = 3 * nice0;
+            }
+            c.tg[1].load_weight = 16 * 3 * nice0;
+            c
+        };
+        let hi = setup(None);
+        assert_eq!(hi.calc_cfs_shares_v30(1, 0), 128);
+        let mut hi10 = setup(None);
+        hi10.tg[1].cfs_rq[0].load.add(7 * hi10.res.nice_0_load());
+        assert_eq!(hi10.calc_cfs_shares_v30(1, 0), 2048 * 10 / 55);
+        let lo = setup(Some("NO_LOAD_RESOLUTION"));
+        assert_eq!(lo.calc_cfs_shares_v30(1, 0), MIN_SHARES);
+        let mut lo10 = setup(Some("NO_LOAD_RESOLUTION"));
+        lo10.tg[1].cfs_rq[0].load.add(7 * 1024);
+        assert_eq!(lo10.calc_cfs_shares_v30(1, 0), MIN_SHARES);
+    }
+
+    #[test]
+    fn v3_0_load_window_folds_publishes_and_halves() {
+        // One CPU's cfs_rq at 3 tasks for 6 ms, then 1 task for 6 ms: the window
+        // (10 ms) halves once past it, and the average published moves to the
+        // window's weighted mean.
+        let mut c = loaded_group("3.0", None, 1024);
+        let nice0 = c.res.nice_0_load();
+        c.tg[1].cfs_rq[0].load_stamp_ns = 1_000_000;
+        c.tg[1].cfs_rq[0].load_last_ns = 1_000_000;
+        c.update_cfs_load_v30(1, 0, 7_000_000, false);
+        let q = &c.tg[1].cfs_rq[0];
+        assert_eq!((q.load_period_ns, q.v30_load_avg), (6_000_000, 6_000_000 * 3 * nice0 as u128));
+        // Not past the window and not global: nothing published yet.
+        assert_eq!((q.load_contribution, c.tg[1].load_weight), (0, 0));
+        c.tg[1].cfs_rq[0].load = LoadWeight::new(nice0);
+        c.update_cfs_load_v30(1, 0, 13_000_000, false);
+        let q = &c.tg[1].cfs_rq[0];
+        let sum = 6_000_000u128 * 3 * nice0 as u128 + 6_000_000 * nice0 as u128;
+        // Published over 12 ms (+1), then halved to a 6 ms window.
+        let published = (sum / 12_000_001) as u64;
+        assert_eq!(q.load_contribution, published);
+        assert_eq!(c.tg[1].load_weight, published);
+        assert_eq!((q.load_period_ns, q.v30_load_avg), (6_000_000, sum / 2));
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //! `weights` (fixed point), `pelt` (load tracking), `domains` (topology.c),
 //! `fair` (entity timing, runqueues, the class hooks), `select` (wakeup and fork
 //! placement), `balance` (idle and periodic load balancing, NOHZ, and the STEAL
-//! feature), `features` (features.h), `sysctl` (tunables).
+//! feature), `balance3` (v3.0's balancer on instantaneous weights), `balance5`
+//! (the v5.x rework), `features` (features.h), `sysctl` (tunables).
 
 pub mod balance;
+pub mod balance3;
 pub mod balance5;
 pub mod domains;
 pub mod fair;

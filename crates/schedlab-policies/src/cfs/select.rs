@@ -471,6 +471,8 @@ impl Cfs {
             }
             let group = if self.reworked_balancer() {
                 self.find_idlest_group_v5(sys, l, p, cpu).map(|g| self.doms[cpu].domains[l].groups[g].span.clone())
+            } else if self.version == KernelVersion::V3_0 {
+                self.find_idlest_group_v30(sys, cpu, l, p, sd_flag)
             } else {
                 self.find_idlest_group(sys, cpu, l, p, sd_flag)
             };
@@ -582,8 +584,54 @@ impl Cfs {
         idlest
     }
 
+    /// `find_idlest_group()` (v3.0 sched_fair.c L1569): the remote group with the
+    /// least load per power (remote CPUs counted high, local ones low, the
+    /// opposite of the balancer's bias), unless the local group is within half
+    /// the imbalance percentage of it.
+    fn find_idlest_group_v30(
+        &mut self,
+        sys: &mut System,
+        this_cpu: usize,
+        l: usize,
+        p: TaskId,
+        sd_flag: u32,
+    ) -> Option<schedlab_core::cpuset::CpuSet> {
+        let sd = &self.doms[this_cpu].domains[l];
+        let load_idx = if sd_flag == SD_BALANCE_FORK { sd.forkexec_idx } else { sd.wake_idx };
+        let imbalance = 100 + (sd.imbalance_pct as u64 - 100) / 2;
+        let groups: Vec<(schedlab_core::cpuset::CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
+        let (mut idlest, mut min_load, mut this_load) = (None, u64::MAX, 0u64);
+        let mut scanned = 0;
+        for (span, power) in groups {
+            if !span.iter().any(|c| sys.tasks[p].can_run_on(c)) {
+                continue;
+            }
+            let local = span.contains(this_cpu);
+            let mut avg_load = 0u64;
+            for i in span.iter() {
+                scanned += 1;
+                avg_load += if local { self.source_load(i, load_idx) } else { self.target_load(i, load_idx) };
+            }
+            avg_load = avg_load * 1024 / power.max(1);
+            if local {
+                this_load = avg_load;
+            } else if avg_load < min_load {
+                min_load = avg_load;
+                idlest = Some(span);
+            }
+        }
+        let this = sys.this_cpu();
+        sys.charge_search(this, scanned, 0, 0);
+        if idlest.is_none() || (100 * this_load as u128) < (imbalance as u128 * min_load as u128) {
+            return None;
+        }
+        idlest
+    }
+
     /// `find_idlest_group_cpu()` (v4.19 L5832): the most recently idled idle CPU
-    /// (all idle states here exit alike), else the least loaded.
+    /// (all idle states here exit alike), else the least loaded. v3.0's
+    /// `find_idlest_cpu()` (L1615) takes the least `weighted_cpuload()`, this CPU
+    /// on ties.
     fn find_idlest_group_cpu(
         &mut self,
         sys: &mut System,
@@ -593,6 +641,18 @@ impl Cfs {
     ) -> usize {
         if group.count() == 1 {
             return group.iter().next().expect("one CPU");
+        }
+        if self.version == KernelVersion::V3_0 {
+            let mut best: Option<(usize, u64)> = None;
+            for i in group.iter().filter(|&c| sys.tasks[p].can_run_on(c)) {
+                let load = self.weighted_cpuload(i);
+                if best.is_none_or(|(_, l)| load < l || (load == l && i == this_cpu)) {
+                    best = Some((i, load));
+                }
+            }
+            let this = sys.this_cpu();
+            sys.charge_search(this, group.count() as u64, 0, 0);
+            return best.map_or(this_cpu, |(c, _)| c);
         }
         let mut shallowest: Option<(usize, u64)> = None;
         let mut least: Option<(usize, u64)> = None;
