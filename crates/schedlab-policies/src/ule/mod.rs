@@ -84,6 +84,9 @@ struct TdSched {
     slice_end: bool,
     /// Switched out by sched_yield() (SW_VOL, not SRQ_PREEMPTED).
     yielding: bool,
+    /// Only TDF_NEEDRESCHED was set by a local wakeup (no owepreempt): the
+    /// switch at the return to user mode is SW_INVOL, not a preemption.
+    needresched: bool,
 }
 
 /// One step of a post-D12130 `tdq_idled()` in progress on an idle CPU.
@@ -108,8 +111,14 @@ struct Tdq {
     q: TdqQueues,
     /// The running thread, None for the idle thread.
     curr: Option<TaskId>,
-    /// A thread of this CPU blocked or exited since the last pick.
+    /// A thread of this CPU blocked since the last pick (sched_switch() counted
+    /// it; an exit goes through sched_throw(), which does not).
     switched_out: bool,
+    /// A thread left this CPU (blocked or exited) since the last pick: reaching a
+    /// thread through the idle thread then takes two switches.
+    left: bool,
+    /// The idle thread runs here (the last pick found nothing).
+    idle: bool,
     /// The stat tick index last processed by sched_clock().
     last_stat: i64,
     /// `oldsw` of sched_idletd().
@@ -133,6 +142,17 @@ pub struct Ule {
 }
 
 impl Ule {
+    /// Statclock ticks that fall while the idle thread runs are charged to it
+    /// (`cpu_activeclock()` → `handleevents()` catches them up on wakeup), so a
+    /// thread switched in after idling starts counting at the next stat boundary.
+    fn note_idle(&mut self, sys: &System, cpu: usize, idle: bool) {
+        let t = &mut self.tdq[cpu];
+        if t.idle && !idle {
+            t.last_stat = (sys.now_ns as u128 * STATHZ as u128 / 1_000_000_000) as i64;
+        }
+        t.idle = idle;
+    }
+
     /// `version` is `pre` or `post` (also `pre-D12130`, `post-D12130`, `11.1`, `11.2`).
     pub fn new(version: &str, features: Option<&str>, sysctls: &[(String, String)]) -> Result<Ule, SpecError> {
         let variant = Variant::parse(version)
@@ -485,6 +505,8 @@ impl SchedClass for Ule {
                 q: TdqQueues::default(),
                 curr: None,
                 switched_out: false,
+                left: false,
+                idle: true,
                 last_stat: 0,
                 idle_oldsw: -1,
                 randomval: seeds.next_u64() as u32,
@@ -569,10 +591,15 @@ impl SchedClass for Ule {
         let ticks = self.ticks(sys);
         let t = &mut self.tdq[cpu];
         if t.curr == Some(p) {
-            // sched_switch() of a blocking thread / sched_throw() of an exiting one.
+            // sched_switch() of a blocking thread, counted in tdq_switchcnt; an
+            // exiting one leaves through sched_throw(), which neither counts it
+            // nor tries a switch-time steal.
             t.curr = None;
-            t.switchcnt += 1;
-            t.switched_out = true;
+            t.left = true;
+            if reason != DequeueReason::Exit {
+                t.switchcnt += 1;
+                t.switched_out = true;
+            }
             t.load -= 1;
             t.sysload -= 1;
             let clk = self.clk;
@@ -605,6 +632,13 @@ impl SchedClass for Ule {
         if cpu != sys.this_cpu() {
             return prio::should_preempt(pri, cpri, true, self.tun.preempt_thresh);
         }
+        // sched_setpreempt(): NEEDRESCHED for any better priority, owepreempt (a
+        // real preemption, SRQ_PREEMPTED) only if sched_shouldpreempt() agrees.
+        if pri < cpri && !prio::should_preempt(pri, cpri, false, self.tun.preempt_thresh) {
+            if let Some(c) = self.tdq[cpu].curr {
+                self.ts[c].needresched = true;
+            }
+        }
         pri < cpri
     }
 
@@ -618,9 +652,10 @@ impl SchedClass for Ule {
             let ts = &mut self.ts[p];
             prio::pctcpu_update(&mut ts.h, ticks, true, &clk);
             ts.rltick = ticks;
-            let preempted = !ts.slice_end && !ts.yielding;
+            let preempted = !ts.slice_end && !ts.yielding && !ts.needresched;
             ts.slice_end = false;
             ts.yielding = false;
+            ts.needresched = false;
             // userret() has set td_priority to the user priority by now.
             ts.pri = ts.user_pri;
             let t = &mut self.tdq[cpu];
@@ -631,11 +666,14 @@ impl SchedClass for Ule {
             // sched_switch(), post-D12130: the CPU is about to idle; try a short steal.
             self.tdq_trysteal(sys, cpu);
         }
-        if let Some(n) = self.sched_choose(sys, cpu) {
-            return Some(n);
-        }
-        // The idle thread's first pass of sched_idletd().
-        self.idle_pass(sys, cpu, prev.is_some())
+        let left = std::mem::take(&mut self.tdq[cpu].left);
+        let picked = match self.sched_choose(sys, cpu) {
+            Some(n) => Some(n),
+            // The idle thread's first pass of sched_idletd().
+            None => self.idle_pass(sys, cpu, left),
+        };
+        self.note_idle(sys, cpu, picked.is_none());
+        picked
     }
 
     fn idle_poll(&mut self, sys: &mut System, cpu: usize) -> bool {
