@@ -142,15 +142,31 @@ pub struct Ule {
 }
 
 impl Ule {
-    /// Statclock ticks that fall while the idle thread runs are charged to it
-    /// (`cpu_activeclock()` → `handleevents()` catches them up on wakeup), so a
-    /// thread switched in after idling starts counting at the next stat boundary.
+    /// Statclock ticks that fall while the idle thread runs are its own
+    /// (`cpu_activeclock()` → `handleevents()` catches them up on wakeup): the
+    /// boot CPU's balancer countdown, the switch-count roll and the calendar
+    /// advance happen, but no thread is charged, so a thread switched in after
+    /// idling starts counting at the next stat boundary.
     fn note_idle(&mut self, sys: &System, cpu: usize, idle: bool) {
-        let t = &mut self.tdq[cpu];
-        if t.idle && !idle {
-            t.last_stat = (sys.now_ns as u128 * STATHZ as u128 / 1_000_000_000) as i64;
+        if self.tdq[cpu].idle && !idle {
+            let stat = (sys.now_ns as u128 * STATHZ as u128 / 1_000_000_000) as i64;
+            let missed = stat - self.tdq[cpu].last_stat;
+            if missed > 0 {
+                if cpu == 0 && self.tun.balance {
+                    // sched_balance() itself waits for the next tick that finds
+                    // the countdown spent.
+                    self.balance_ticks -= missed;
+                }
+                let t = &mut self.tdq[cpu];
+                t.oldswitchcnt = if missed > 1 { 0 } else { t.switchcnt };
+                t.switchcnt = 0;
+                for _ in 0..missed.min(runq::RQ_NQS as i64) {
+                    t.q.advance_calendar();
+                }
+            }
+            self.tdq[cpu].last_stat = stat;
         }
-        t.idle = idle;
+        self.tdq[cpu].idle = idle;
     }
 
     /// `version` is `pre` or `post` (also `pre-D12130`, `post-D12130`, `11.1`, `11.2`).
