@@ -193,3 +193,27 @@ fn ule_steal_reduced_scale_directions() {
     let (m_pre, m_post) = (idled_max(&pre), idled_max(&post));
     assert!(m_pre >= 3 * m_post.max(1), "tdq_idled max: pre {m_pre} ns, post {m_post} ns");
 }
+
+#[test]
+fn an_exit_is_not_a_switch_out_steal() {
+    // The parent computes while its children, CPU hogs that never sleep, run and
+    // exit; nothing ever blocks. An exit goes through sched_throw(), which neither
+    // counts a switch nor calls tdq_trysteal(), so post-D12130 never steals at
+    // switch-out here; with idle stealing and the balancer off, nothing moves.
+    let main = || {
+        Box::new(FnProgram::new(move |step, _last: OpResult, _rng: &mut _| match step {
+            0 => Op::Mark { label: MARK_START },
+            1..=4 => {
+                let ns = if step == 1 { 2_000_000 } else { 40_000_000 };
+                let w = FnProgram::new(move |s, _l: OpResult, _r: &mut _| if s == 0 { Op::Compute { ns } } else { Op::Exit });
+                Op::Fork { kind: ForkKind::Process, comm: Some("hog".into()), program: Box::new(w) }
+            }
+            5 => Op::Compute { ns: 200_000_000 },
+            6 => Op::Mark { label: MARK_END },
+            _ => Op::Exit,
+        }))
+    };
+    let off = [("kern.sched.steal_idle", "0"), ("kern.sched.balance", "0")];
+    let post = run_program("1x1x3x1", "ule@post", &off, main());
+    assert_eq!(post.total().switch_steals, 0, "no tdq_trysteal() at an exit");
+}
