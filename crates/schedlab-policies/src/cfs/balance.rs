@@ -248,15 +248,34 @@ impl Cfs {
                 return (0, true);
             }
         }
+        self.after_move(sys, this_cpu, sd_idx, src, idle, moved > 0, true, charge_cpu);
+        (moved, true)
+    }
+
+    /// The tail of `load_balance()` (v4.19 L8473-L8560; v3.0 L3389-L3440): a
+    /// failure counts unless newly idle; after `cache_nice_tries + 2` of them the
+    /// busiest CPU's running task is pushed here (`need_active_balance()`; v3.0
+    /// never from a newly idle CPU: `newidle_active` false); then the interval is
+    /// reset, or backed off while an active balance is under way.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn after_move(
+        &mut self,
+        sys: &mut System,
+        this_cpu: usize,
+        sd_idx: usize,
+        src: usize,
+        idle: IdleType,
+        moved: bool,
+        newidle_active: bool,
+        charge_cpu: usize,
+    ) {
         let sd = &mut self.doms[this_cpu].domains[sd_idx];
         let mut active = false;
-        if moved == 0 {
+        if !moved {
             if idle != IdleType::NewlyIdle {
                 sd.nr_balance_failed += 1;
             }
-            // need_active_balance() (v4.19 L8473): after repeated failures push the
-            // busiest CPU's running task here.
-            if sd.nr_balance_failed > sd.cache_nice_tries + 2 {
+            if (newidle_active || idle != IdleType::NewlyIdle) && sd.nr_balance_failed > sd.cache_nice_tries + 2 {
                 if let Some(curr) = sys.curr(src) {
                     if sys.tasks[curr].can_run_on(this_cpu) && self.rq[src].active_balance_to.is_none() {
                         self.rq[src].active_balance_to = Some(this_cpu);
@@ -276,7 +295,6 @@ impl Cfs {
         } else if sd.balance_interval_ms < sd.max_interval_ms {
             sd.balance_interval_ms *= 2;
         }
-        (moved, true)
     }
 
     /// `should_we_balance()` (v4.19 L8493, v5.10 L9474): newly idle always;

@@ -428,33 +428,7 @@ impl Cfs {
                 return (0, true);
             }
         }
-        let sd = &mut self.doms[this_cpu].domains[sd_idx];
-        let mut active = false;
-        if !ld_moved {
-            if idle != IdleType::NewlyIdle {
-                sd.nr_balance_failed += 1;
-                // need_active_balance() (v3.0 L3251): never from a newly idle CPU.
-                if sd.nr_balance_failed > sd.cache_nice_tries + 2 {
-                    if let Some(curr) = sys.curr(src) {
-                        if sys.tasks[curr].can_run_on(this_cpu) && self.rq[src].active_balance_to.is_none() {
-                            self.rq[src].active_balance_to = Some(this_cpu);
-                            sys.resched_cpu(src, charge_cpu);
-                            active = true;
-                        }
-                    }
-                    let sd = &mut self.doms[this_cpu].domains[sd_idx];
-                    sd.nr_balance_failed = sd.cache_nice_tries + 1;
-                }
-            }
-        } else {
-            sd.nr_balance_failed = 0;
-        }
-        let sd = &mut self.doms[this_cpu].domains[sd_idx];
-        if !active {
-            sd.balance_interval_ms = sd.min_interval_ms;
-        } else if sd.balance_interval_ms < sd.max_interval_ms {
-            sd.balance_interval_ms *= 2;
-        }
+        self.after_move(sys, this_cpu, sd_idx, src, idle, ld_moved, false, charge_cpu);
         (if ld_moved { pulled.max(1) } else { 0 }, true)
     }
 
