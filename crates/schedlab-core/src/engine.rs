@@ -867,8 +867,7 @@ impl Engine {
         if let Some(op) = &self.exec[p].op {
             // Retry of a system call that blocked: its body runs again.
             let cost = self.op_cost(op, false);
-            let pipe = Self::pipe_of(op);
-            let cost = cost + pipe.map_or(0, |chan| self.pipe_mutex_ns(cpu, p, chan, cost));
+            let cost = cost + Self::pipe_of(op).map_or(0, |chan| self.pipe_mutex_ns(cpu, p, chan, 0, cost));
             self.start_segment(cpu, p, cost, true);
             return;
         }
@@ -904,7 +903,7 @@ impl Engine {
                 op => {
                     let cost = self.op_cost(&op, true);
                     let entry = self.sys.cost.syscall_ns;
-                    let cost = cost + Self::pipe_of(&op).map_or(0, |chan| self.pipe_mutex_ns(cpu, p, chan, cost - entry));
+                    let cost = cost + Self::pipe_of(&op).map_or(0, |chan| self.pipe_mutex_ns(cpu, p, chan, entry, cost - entry));
                     let e = &mut self.exec[p];
                     e.op = Some(op);
                     e.first_attempt = true;
@@ -1061,15 +1060,13 @@ impl Engine {
     /// spinning while its owner runs (`mutex_optimistic_spin()`; a holder is never
     /// preempted inside, the kernel being non-preemptible there) and then queue
     /// in arrival order; and the pipe's lines come from the cache of the CPU that
-    /// used it last. `body_ns` is the locked part (the pipe work and the copy).
+    /// used it last. `entry_ns` is the system-call entry before the lock is taken
+    /// (0 on a retry), `body_ns` the locked part (the pipe work and the copy).
     /// Returns the spin plus the line transfers, and reserves the mutex until
     /// this call's end. A spinner that is asked to reschedule sleeps on the mutex
     /// instead; that is not modelled (it spins on).
-    fn pipe_mutex_ns(&mut self, cpu: usize, p: TaskId, chan: crate::program::ChanId, body_ns: u64) -> u64 {
-        let arrive = self.sys.now_ns
-            + self.sys.pending_overhead_ns[cpu]
-            + self.exec[p].refill_ns
-            + if self.exec[p].op.is_some() { 0 } else { self.sys.cost.syscall_ns };
+    fn pipe_mutex_ns(&mut self, cpu: usize, p: TaskId, chan: crate::program::ChanId, entry_ns: u64, body_ns: u64) -> u64 {
+        let arrive = self.sys.now_ns + self.sys.pending_overhead_ns[cpu] + self.exec[p].refill_ns + entry_ns;
         let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
         let transfer = match pipe.last_cpu {
             Some(last) if last != cpu => {

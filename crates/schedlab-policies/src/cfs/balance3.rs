@@ -40,10 +40,9 @@ struct SgStats3 {
     group_weight: u64,
 }
 
-/// `struct sd_lb_stats` of v3.0: the local group and the busiest one.
+/// `struct sd_lb_stats` of v3.0: the domain's average load per power, the local
+/// group and the busiest one.
 struct SdStats3 {
-    total_load: u64,
-    total_pwr: u64,
     avg_load: u64,
     this: SgStats3,
     busiest: Option<SgStats3>,
@@ -140,7 +139,8 @@ impl Cfs {
             }
         }
         let this = this.expect("the local group comes first");
-        SdStats3 { total_load, total_pwr, avg_load: 0, this, busiest }
+        let avg_load = POWER_SCALE * total_load / total_pwr.max(1);
+        SdStats3 { avg_load, this, busiest }
     }
 
     /// `find_busiest_group()` (v3.0 L3062): the busiest group and the load to move
@@ -156,7 +156,6 @@ impl Cfs {
         let pct = sd.imbalance_pct as u64;
         let mut sds = self.sd_stats_v3(sys, this_cpu, sd_idx, load_idx);
         let busiest = sds.busiest.take().filter(|b| b.sum_nr_running > 0)?;
-        sds.avg_load = POWER_SCALE * sds.total_load / sds.total_pwr.max(1);
         let this = &sds.this;
         let force = busiest.group_imb || (idle == IdleType::NewlyIdle && this.group_has_capacity && !busiest.group_has_capacity);
         if !force {
