@@ -157,6 +157,12 @@ impl Pipe {
     /// Mirrors `pipe_read()`: take up to `bytes` from the front pages, freeing each page
     /// once consumed; block (exclusive) when empty. Wakes one writer (sync) if the pipe
     /// was full when the read began, and the next reader if data is left behind.
+    ///
+    /// Since v5.5 (the head/tail rework, kept through v5.15) the writer wakeup tests
+    /// only `was_full`, taken before the copy: a 100-byte read that leaves the front
+    /// page partly consumed still wakes a writer, who finds the ring full and sleeps
+    /// again at the tail of `wr_wait` (`___wait_event()` re-checks `pipe_writable()`).
+    /// v4.19 woke writers only when a buffer was released (`do_wakeup`).
     pub fn read(&mut self, task: TaskId, bytes: u64, wake: &mut Vec<TaskId>) -> IoOutcome {
         if self.slots.is_empty() {
             self.rd_wait.add(task, true);
@@ -173,7 +179,7 @@ impl Pipe {
                 self.slots.pop_front();
             }
         }
-        if was_full && !self.full() {
+        if was_full {
             self.wr_wait.wake(1, wake);
         }
         if !self.slots.is_empty() && !self.rd_wait.is_empty() {
@@ -359,7 +365,7 @@ mod tests {
     }
 
     #[test]
-    fn pipe_reader_frees_slot_and_wakes_one_writer_only_when_was_full() {
+    fn pipe_read_from_full_ring_wakes_one_writer_even_without_freeing_a_slot() {
         let mut p = Pipe::default();
         let mut wake = Vec::new();
         for _ in 0..640 {
@@ -368,19 +374,43 @@ mod tests {
         wake.clear();
         assert_eq!(p.write(2, 100, false, &mut wake), IoOutcome::Blocked);
         assert_eq!(p.write(3, 100, false, &mut wake), IoOutcome::Blocked);
-        // 39 reads leave the first page partly consumed: still full, nobody woken.
-        for _ in 0..39 {
-            assert_eq!(p.read(9, 100, &mut wake), IoOutcome::Done(100));
-        }
-        assert!(wake.is_empty());
-        // The 40th frees the page: one exclusive writer wakes.
-        p.read(9, 100, &mut wake);
+        // A read that leaves the first page partly consumed: the ring was full when it
+        // began, so one exclusive writer wakes (v5.5+ `was_full`), in queue order.
+        assert_eq!(p.read(9, 100, &mut wake), IoOutcome::Done(100));
         assert_eq!(wake, vec![2]);
         wake.clear();
-        // The woken writer writes into a new slot; the ring is full again, so it does
-        // not pass the wakeup on.
-        assert_eq!(p.write(2, 100, true, &mut wake), IoOutcome::Done(100));
+        // The woken writer finds the ring still full and sleeps again, at the tail.
+        assert_eq!(p.write(2, 100, true, &mut wake), IoOutcome::Blocked);
         assert!(wake.is_empty());
+        p.read(9, 100, &mut wake);
+        assert_eq!(wake, vec![3]);
+        wake.clear();
+        // 37 more reads leave one message on the page; each wakes the queue's head,
+        // and only writer 2 is left waiting.
+        for _ in 0..37 {
+            p.read(9, 100, &mut wake);
+        }
+        assert_eq!(wake, vec![2]);
+        wake.clear();
+        // The 40th frees the page: no writer is waiting any more, and a retry fits.
+        p.read(9, 100, &mut wake);
+        assert!(wake.is_empty());
+        assert_eq!(p.write(2, 100, true, &mut wake), IoOutcome::Done(100));
+        // The ring is full again, so the writer does not pass a wakeup on.
+        assert!(wake.is_empty());
+    }
+
+    #[test]
+    fn pipe_read_from_a_ring_not_full_wakes_no_writer() {
+        let mut p = Pipe::default();
+        let mut wake = Vec::new();
+        for _ in 0..600 {
+            p.write(1, 100, false, &mut wake);
+        }
+        wake.clear();
+        p.wr_wait.add(2, true);
+        assert_eq!(p.read(9, 100, &mut wake), IoOutcome::Done(100));
+        assert!(wake.is_empty(), "15 of 16 slots used: was_full is false");
     }
 
     #[test]
