@@ -97,6 +97,12 @@ struct TaskExec {
     home_node: Option<usize>,
     /// Cache refill to add to the next segment after a migration.
     refill_ns: u64,
+    /// The CPU whose caches hold the task's working set: where it last did work.
+    cache_cpu: Option<usize>,
+    /// `cache_cpu` and `refill_ns` before the switch in, until the run's first
+    /// segment: restored when that run only re-checks a wait condition (it touches
+    /// none of the working set).
+    cache_before_switch_in: Option<(Option<usize>, u64)>,
     timer_gen: u32,
     timer_fired: bool,
     futex_woken: bool,
@@ -426,6 +432,8 @@ impl Engine {
             stream_left: None,
             home_node: None,
             refill_ns: 0,
+            cache_cpu: None,
+            cache_before_switch_in: None,
             timer_gen: 0,
             timer_fired: false,
             futex_woken: false,
@@ -828,7 +836,7 @@ impl Engine {
         t.wait_ns += waited;
         t.switches += 1;
         let woken = t.woken_at_ns.take();
-        let last = t.last_ran_cpu.replace(cpu);
+        t.last_ran_cpu = Some(cpu);
         self.sys.stats[cpu].wait_ns += waited;
         self.sys.stats[cpu].timeslices += 1;
         if let Some(w) = woken {
@@ -836,9 +844,11 @@ impl Engine {
                 let _ = self.latency.record((now - w).max(1));
             }
         }
-        if let Some(last) = last {
+        let e = &mut self.exec[n];
+        e.cache_before_switch_in = Some((e.cache_cpu, e.refill_ns));
+        if let Some(from) = e.cache_cpu.replace(cpu) {
             let m = &self.sys.cost.migration;
-            self.exec[n].refill_ns += match self.sys.distance(last, cpu) {
+            e.refill_ns += match self.sys.distance(from, cpu) {
                 Distance::SameCpu => 0,
                 Distance::Smt => m.smt_ns,
                 Distance::Llc => m.llc_ns,
@@ -865,7 +875,24 @@ impl Engine {
             return;
         }
         if let Some(op) = &self.exec[p].op {
-            // Retry of a system call that blocked: its body runs again.
+            // Retry of a system call that blocked. A pipe waiter woken into a pipe
+            // that still cannot serve it only re-checks the condition inside
+            // `wait_event_interruptible_exclusive()` (the ring indexes' line, which
+            // holds the wait queues' locks too) and sleeps again, without the mutex;
+            // otherwise the body runs again under the mutex.
+            if let Some(chan) = self.pipe_wait_recheck_fails(op) {
+                // The recheck touches the wait entry and the pipe's index line, not
+                // the task's working set: that stays where it was, and a refill owed
+                // after a migration waits for a run that does the work.
+                let cost = self.pipe_line_ns(cpu, chan);
+                let e = &mut self.exec[p];
+                let (cache_cpu, refill_ns) = e.cache_before_switch_in.take().unwrap_or((e.cache_cpu, e.refill_ns));
+                e.cache_cpu = cache_cpu;
+                e.refill_ns = 0;
+                self.start_segment(cpu, p, cost, true);
+                self.exec[p].refill_ns = refill_ns;
+                return;
+            }
             let cost = self.op_cost(op, false);
             let cost = cost + Self::pipe_of(op).map_or(0, |chan| self.pipe_mutex_ns(cpu, p, chan, 0, cost));
             self.start_segment(cpu, p, cost, true);
@@ -927,6 +954,7 @@ impl Engine {
         let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
         self.sys.tasks[p].sched_ns += overhead;
         let refill = std::mem::take(&mut self.exec[p].refill_ns);
+        self.exec[p].cache_before_switch_in = None;
         let speed = self.smt_speed_pm(cpu);
         let c = &mut self.cpu[cpu];
         c.seg_start_ns = now + overhead;
@@ -948,6 +976,7 @@ impl Engine {
         let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
         self.sys.tasks[p].sched_ns += overhead;
         let refill = std::mem::take(&mut self.exec[p].refill_ns);
+        self.exec[p].cache_before_switch_in = None;
         let cpu_node = self.sys.topo.cpus[cpu].node as usize;
         let node = match ask.at {
             MemAt::Local => cpu_node,
@@ -1067,27 +1096,50 @@ impl Engine {
     /// instead; that is not modelled (it spins on).
     fn pipe_mutex_ns(&mut self, cpu: usize, p: TaskId, chan: crate::program::ChanId, entry_ns: u64, body_ns: u64) -> u64 {
         let arrive = self.sys.now_ns + self.sys.pending_overhead_ns[cpu] + self.exec[p].refill_ns + entry_ns;
+        let transfer = PIPE_SHARED_LINES * self.pipe_line_ns(cpu, chan);
         let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
-        let transfer = match pipe.last_cpu {
-            Some(last) if last != cpu => {
-                let (a, b) = (&self.sys.topo.cpus[last], &self.sys.topo.cpus[cpu]);
-                let line = if a.core == b.core {
-                    0
-                } else if a.llc == b.llc {
-                    self.sys.cost.cache_line_ns
-                } else {
-                    self.sys.cost.cache_line_remote_ns
-                };
-                PIPE_SHARED_LINES * line
-            }
-            _ => 0,
-        };
         let start = arrive.max(pipe.mutex_free_ns);
         let spin = start - arrive;
         let Some(Channel::Pipe(pipe)) = self.chans.get_mut(chan) else { return 0 };
         pipe.mutex_free_ns = start + transfer + body_ns;
         pipe.last_cpu = Some(cpu);
         spin + transfer
+    }
+
+    /// What one of a pipe's shared lines costs `cpu` to fetch: nothing when this core
+    /// used the pipe last, `t_cl` within an LLC, the remote `t_cl` across.
+    fn pipe_line_ns(&self, cpu: usize, chan: crate::program::ChanId) -> u64 {
+        let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
+        match pipe.last_cpu {
+            Some(last) if last != cpu => {
+                let (a, b) = (&self.sys.topo.cpus[last], &self.sys.topo.cpus[cpu]);
+                if a.core == b.core {
+                    0
+                } else if a.llc == b.llc {
+                    self.sys.cost.cache_line_ns
+                } else {
+                    self.sys.cost.cache_line_remote_ns
+                }
+            }
+            _ => 0,
+        }
+    }
+
+    /// The pipe of a blocked read or write whose wait condition is still false:
+    /// `pipe_readable()` (a slot holds data) for a reader, `pipe_writable()` (a
+    /// free slot, whatever room the last page has) for a writer (fs/pipe.c, v5.15).
+    fn pipe_wait_recheck_fails(&self, op: &Op) -> Option<crate::program::ChanId> {
+        match *op {
+            Op::Write { chan, .. } => match self.chans.get(chan) {
+                Some(Channel::Pipe(pipe)) if pipe.full() => Some(chan),
+                _ => None,
+            },
+            Op::Read { chan, .. } => match self.chans.get(chan) {
+                Some(Channel::Pipe(pipe)) if !pipe.readable() => Some(chan),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// Applies the effect of the system call `p` just paid for.

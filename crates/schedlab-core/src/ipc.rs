@@ -108,7 +108,8 @@ impl Pipe {
         self.slots.len()
     }
 
-    fn full(&self) -> bool {
+    /// `pipe_full()`: every ring slot is taken (the last page may still have room).
+    pub fn full(&self) -> bool {
         self.slots.len() >= PIPE_DEF_BUFFERS
     }
 
@@ -121,11 +122,15 @@ impl Pipe {
     /// (exclusive) when the ring is full. Writes of at most a page are atomic. Wakes
     /// readers (sync) if the pipe was empty before the write or has been polled, and
     /// the next writer if this writer had slept and left room.
+    ///
+    /// A writer that has slept re-enters the loop, not the merge: its data goes to a
+    /// new slot, and it sleeps again while the ring is full even if the last page has
+    /// room (`pipe_writable()` looks at the slots only).
     pub fn write(&mut self, task: TaskId, bytes: u64, had_waited: bool, wake: &mut Vec<TaskId>) -> IoOutcome {
         let was_empty = self.slots.is_empty();
         let mut written = 0;
         let mut left = bytes;
-        if left > 0 && left <= PAGE_SIZE {
+        if !had_waited && left > 0 && left <= PAGE_SIZE {
             if let Some(last) = self.slots.back_mut() {
                 if last.end + left <= PAGE_SIZE {
                     last.end += left;
@@ -398,6 +403,22 @@ mod tests {
         assert_eq!(p.write(2, 100, true, &mut wake), IoOutcome::Done(100));
         // The ring is full again, so the writer does not pass a wakeup on.
         assert!(wake.is_empty());
+    }
+
+    #[test]
+    fn a_writer_that_slept_does_not_merge_into_the_last_page() {
+        let mut p = Pipe::default();
+        let mut wake = Vec::new();
+        for _ in 0..16 {
+            assert_eq!(p.write(1, 3000, false, &mut wake), IoOutcome::Done(3000));
+        }
+        assert_eq!(p.slots_used(), 16, "3000 + 3000 > 4096: a slot each");
+        // The last page has 1096 bytes of room: a fresh write merges into it...
+        assert_eq!(p.write(2, 100, false, &mut wake), IoOutcome::Done(100));
+        // ...but a writer back from wr_wait re-checks pipe_writable() (slots only)
+        // and sleeps again.
+        assert_eq!(p.write(3, 100, true, &mut wake), IoOutcome::Blocked);
+        assert_eq!(p.wr_wait.len(), 1);
     }
 
     #[test]

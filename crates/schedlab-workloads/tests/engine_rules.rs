@@ -260,3 +260,41 @@ fn pipe_writers_on_two_cpus_share_its_mutex_and_its_cache_lines() {
     assert!(local > base + 300 * 200, "local {local} base {base}");
     assert!(remote > local + 300 * 400, "remote {remote} local {local}");
 }
+
+/// One CPU, fifo: the parent fills a pipe's ring (640 messages of 100 bytes), forks
+/// a writer that blocks on it, reads one message, optionally sleeps 1 ms (letting
+/// the woken writer run), reads 39 more and waits for the child. Returns the
+/// child's summary.
+fn full_pipe_writer(sleep_after_first_read: bool) -> schedlab_core::engine::TaskSummary {
+    let child = Script::new(vec![Op::Write { chan: 0, bytes: 100 }]);
+    let mut ops = vec![Op::Pipe];
+    ops.extend((0..640).map(|_| Op::Write { chan: 0, bytes: 100 }));
+    ops.push(Op::Fork { kind: ForkKind::Process, comm: Some("w".into()), program: Box::new(child) });
+    ops.push(Op::Sleep { ns: 1_000_000 });
+    ops.push(Op::Read { chan: 0, bytes: 100 });
+    if sleep_after_first_read {
+        ops.push(Op::Sleep { ns: 1_000_000 });
+    }
+    ops.extend((1..40).map(|_| Op::Read { chan: 0, bytes: 100 }));
+    ops.push(Op::WaitChild);
+    let r = run_script("1x1x1x1", ops);
+    r.tasks.into_iter().find(|t| t.comm == "w").unwrap()
+}
+
+#[test]
+fn a_full_pipe_read_wakes_a_writer_who_rechecks_and_sleeps_again() {
+    // The child's write blocks (ring full, last page full). The parent's first
+    // read leaves the front page partly consumed, but the ring was full when it
+    // began, so it wakes the child (v5.15 pipe_read()). Run at once, the child
+    // only re-checks pipe_writable() and sleeps again: a switch in with no pipe
+    // work and no mutex. The 40th read frees the page; the child's next wakeup
+    // writes.
+    let spurious = full_pipe_writer(true);
+    assert_eq!(spurious.switches, 3, "first run, spurious wakeup, the write: {spurious:?}");
+    // Left queued until the page is free, the child runs once more only.
+    let direct = full_pipe_writer(false);
+    assert_eq!(direct.switches, 2, "{direct:?}");
+    // The spurious round costs the child its switch in (1000) and nothing else:
+    // no pipe work, no copy, no line (one CPU).
+    assert_eq!(spurious.sys_ns, direct.sys_ns + 1000, "{spurious:?} vs {direct:?}");
+}
