@@ -309,6 +309,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         node_mem_bw_mbps,
         // Not measured: a host run cannot isolate one core's two threads reliably.
         smt_throughput_pct: None,
+        cache: None,
     })
 }
 

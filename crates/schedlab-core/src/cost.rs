@@ -24,6 +24,22 @@ pub struct MigrationCost {
     pub cross_node_ns: u64,
 }
 
+/// Cache capacities and refill costs, for the refill a task pays when it runs again
+/// on the same core after other tasks have pushed its working set out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheProfile {
+    /// Private cache of one core (shared by its hardware threads), bytes.
+    pub l2_bytes: u64,
+    /// One last-level cache, bytes.
+    pub llc_bytes: u64,
+    /// Refilling one line from the LLC, net of the L2 re-read, amortised over
+    /// the misses in flight (the `migration` convention: latency / 16), ps.
+    pub llc_line_ps: u64,
+    /// Refilling one line from local DRAM, the same way, ps.
+    pub dram_line_ps: u64,
+}
+
 /// CPU time charged for the scheduler's own searching, per unit of work.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -110,6 +126,10 @@ pub struct MachineProfile {
     pub migration: MigrationCost,
     /// Scheduler search costs.
     pub sched_ops: SchedOpCost,
+    /// Cache sizes and refill costs for the reuse model; absent = a task that runs
+    /// again on the core it last ran on finds its working set warm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheProfile>,
     /// Memory bandwidth of one NUMA node, MB/s (used by memory-bound workloads).
     #[serde(default)]
     pub node_mem_bw_mbps: u64,
@@ -157,6 +177,7 @@ impl MachineProfile {
             },
             node_mem_bw_mbps: 50_000,
             smt_throughput_pct: None,
+            cache: None,
         }
     }
 

@@ -78,6 +78,10 @@ impl Default for RunConfig {
     }
 }
 
+/// The working set a task brings into a cache when it runs: 256 KiB, the size the
+/// machine profiles' migration costs are derived for (machines/*.toml).
+const TASK_WORKING_SET_BYTES: u64 = 256 * 1024;
+
 /// Per-task execution state the policy never sees.
 struct TaskExec {
     program: Option<Box<dyn Program>>,
@@ -99,6 +103,9 @@ struct TaskExec {
     refill_ns: u64,
     /// The CPU whose caches hold the task's working set: where it last did work.
     cache_cpu: Option<usize>,
+    /// Bytes brought into its core's private cache and its LLC (`Engine::cache_in`)
+    /// when it last ran there: what others brought in since pushed its lines out.
+    cache_marks: (u64, u64),
     /// `cache_cpu` and `refill_ns` before the switch in, until the run's first
     /// segment: restored when that run only re-checks a wait condition (it touches
     /// none of the working set).
@@ -270,6 +277,9 @@ pub struct Engine {
     mem_buf: Vec<(usize, u64)>,
     util_buckets: Vec<Vec<u64>>,
     util_bucket_ns: u64,
+    /// Bytes of working sets brought into each core's private cache and each LLC
+    /// so far (the reuse model's clocks; see `cold_refill_ns`).
+    cache_in: (Vec<u64>, Vec<u64>),
 }
 
 impl Engine {
@@ -286,6 +296,8 @@ impl Engine {
         let tick_ns = 1_000_000_000 / cfg.hz.max(1);
         let phase = cfg.tick_phase_ns.unwrap_or_else(|| SimRng::new(cfg.seed, Stream::TickPhase).range(0, tick_ns - 1));
         let nodes = topo.node_cpus.len();
+        let ncores = topo.cpus.iter().map(|c| c.core as usize + 1).max().unwrap_or(1);
+        let nllcs = topo.cpus.iter().map(|c| c.llc as usize + 1).max().unwrap_or(1);
         let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.saturating_mul(1_000_000));
         let sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         let mut e = Engine {
@@ -315,6 +327,7 @@ impl Engine {
             mem_buf: Vec::new(),
             util_buckets: vec![Vec::new(); ncpus],
             util_bucket_ns: cfg.util_bucket_ns.unwrap_or(0),
+            cache_in: (vec![0; ncores], vec![0; nllcs]),
             cfg,
         };
         e.policy.init(&mut e.sys);
@@ -433,6 +446,7 @@ impl Engine {
             home_node: None,
             refill_ns: 0,
             cache_cpu: None,
+            cache_marks: (0, 0),
             cache_before_switch_in: None,
             timer_gen: 0,
             timer_fired: false,
@@ -844,13 +858,14 @@ impl Engine {
                 let _ = self.latency.record((now - w).max(1));
             }
         }
+        let cold = self.cold_refill_ns(n, cpu);
         let e = &mut self.exec[n];
         e.cache_before_switch_in = Some((e.cache_cpu, e.refill_ns));
         if let Some(from) = e.cache_cpu.replace(cpu) {
             let m = &self.sys.cost.migration;
             e.refill_ns += match self.sys.distance(from, cpu) {
-                Distance::SameCpu => 0,
-                Distance::Smt => m.smt_ns,
+                Distance::SameCpu => cold,
+                Distance::Smt => m.smt_ns.max(cold),
                 Distance::Llc => m.llc_ns,
                 Distance::CrossLlc => m.cross_llc_ns,
                 Distance::CrossNode => m.cross_node_ns,
@@ -886,6 +901,8 @@ impl Engine {
                 // after a migration waits for a run that does the work.
                 let cost = self.pipe_line_ns(cpu, chan);
                 let e = &mut self.exec[p];
+                // (The cold refill its switch in booked is undone with the rest;
+                // the reuse clocks keep the bytes it booked, a small overcount.)
                 let (cache_cpu, refill_ns) = e.cache_before_switch_in.take().unwrap_or((e.cache_cpu, e.refill_ns));
                 e.cache_cpu = cache_cpu;
                 e.refill_ns = 0;
@@ -1104,6 +1121,39 @@ impl Engine {
         pipe.mutex_free_ns = start + transfer + body_ns;
         pipe.last_cpu = Some(cpu);
         spin + transfer
+    }
+
+    /// The reuse model: what task `p`, switched in on `cpu`, pays to refill the part
+    /// of its working set (`TASK_WORKING_SET_BYTES`, the machine profiles'
+    /// migration convention) that the working sets brought into this core's
+    /// private cache and this LLC since it last ran here have pushed out (a
+    /// fraction min(1, brought in / capacity) of each, as in an LRU cache fed
+    /// uniformly). Books the bytes it brings back into both clocks. 0 without a
+    /// `cache` section in the profile.
+    fn cold_refill_ns(&mut self, p: TaskId, cpu: usize) -> u64 {
+        let Some(c) = &self.sys.cost.cache else { return 0 };
+        let info = &self.sys.topo.cpus[cpu];
+        let (core, llc) = (info.core as usize, info.llc as usize);
+        let e = &mut self.exec[p];
+        let same_core = e.cache_cpu.is_some_and(|c| self.sys.topo.cpus[c].core as usize == core);
+        let (in_l2, in_llc) = (&mut self.cache_in.0[core], &mut self.cache_in.1[llc]);
+        let cost = if same_core {
+            let l2_gone_pm = (*in_l2 - e.cache_marks.0).min(c.l2_bytes) as u128 * 1000 / c.l2_bytes as u128;
+            let llc_gone_pm = ((*in_llc - e.cache_marks.1).min(c.llc_bytes) as u128 * 1000 / c.llc_bytes as u128).min(l2_gone_pm);
+            let lines = (TASK_WORKING_SET_BYTES / 64) as u128;
+            let ps = lines * ((l2_gone_pm - llc_gone_pm) * c.llc_line_ps as u128 + llc_gone_pm * c.dram_line_ps as u128) / 1000;
+            *in_l2 += (TASK_WORKING_SET_BYTES as u128 * l2_gone_pm / 1000) as u64;
+            *in_llc += (TASK_WORKING_SET_BYTES as u128 * llc_gone_pm / 1000) as u64;
+            (ps / 1000) as u64
+        } else {
+            // Arriving from elsewhere (the migration cost pays for it): its whole
+            // working set comes into this core and this LLC.
+            *in_l2 += TASK_WORKING_SET_BYTES;
+            *in_llc += TASK_WORKING_SET_BYTES;
+            0
+        };
+        e.cache_marks = (*in_l2, *in_llc);
+        cost
     }
 
     /// What one of a pipe's shared lines costs `cpu` to fetch: nothing when this core

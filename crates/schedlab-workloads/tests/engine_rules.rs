@@ -298,3 +298,41 @@ fn a_full_pipe_read_wakes_a_writer_who_rechecks_and_sleeps_again() {
     // no pipe work, no copy, no line (one CPU).
     assert_eq!(spurious.sys_ns, direct.sys_ns + 1000, "{spurious:?} vs {direct:?}");
 }
+
+/// One CPU: `a` computes 100 us, sleeps 1 ms and computes 100 us again; with
+/// `other`, a second task computes 500 us while `a` sleeps. Returns a's run time.
+fn a_after_sleep(cache: Option<schedlab_core::cost::CacheProfile>, other: bool) -> u64 {
+    let a = Script::new(vec![Op::Compute { ns: 100_000 }, Op::Sleep { ns: 1_000_000 }, Op::Compute { ns: 100_000 }]);
+    let mut ops = vec![Op::Fork { kind: ForkKind::Process, comm: Some("a".into()), program: Box::new(a) }];
+    if other {
+        let b = Script::new(vec![Op::Compute { ns: 500_000 }]);
+        ops.push(Op::Fork { kind: ForkKind::Process, comm: Some("b".into()), program: Box::new(b) });
+        ops.push(Op::WaitChild);
+    }
+    ops.push(Op::WaitChild);
+    let mut profile = common::unit_profile();
+    profile.cache = cache;
+    let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let r = Engine::new(Topology::parse("1x1x1x1").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    r.tasks.iter().find(|t| t.comm == "a").unwrap().run_ns
+}
+
+#[test]
+fn a_task_refills_what_others_pushed_out_of_its_caches() {
+    // A 256 KiB private cache and a 1 MiB LLC; a line costs 1 ns from the LLC and
+    // 4 ns from memory.
+    let cache =
+        schedlab_core::cost::CacheProfile { l2_bytes: 256 * 1024, llc_bytes: 1024 * 1024, llc_line_ps: 1000, dram_line_ps: 4000 };
+    let alone = a_after_sleep(Some(cache.clone()), false);
+    // Nobody ran while `a` slept: its working set is still there.
+    assert_eq!(alone, a_after_sleep(None, false));
+    // While `a` slept, `b` ran (its first run: 256 KiB into the core and the LLC)
+    // and then the parent, woken by b's exit, refilled all of its private cache
+    // and half of its LLC share (256 + 128 KiB). Since a's last run the core took
+    // 512 KiB (all of a's 256 KiB private cache is gone) and the LLC 384 KiB (3/8
+    // of it): 4096 lines x (5/8 x 1 ns + 3/8 x 4 ns) = 8704 ns.
+    let with_b = a_after_sleep(Some(cache), true);
+    assert_eq!(with_b, a_after_sleep(None, true) + 8704);
+}
