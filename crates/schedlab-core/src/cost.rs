@@ -193,13 +193,21 @@ impl MachineProfile {
 impl MachineProfile {
     /// Parses a profile from TOML text. `origin` names the file in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, SpecError> {
-        toml::from_str(text).map_err(|e| {
+        let profile: MachineProfile = toml::from_str(text).map_err(|e| {
             SpecError::new(
                 "machine profile",
                 origin,
                 format!("a TOML machine profile with the fields of machines/broadwell-ep.toml ({})", e.message()),
             )
-        })
+        })?;
+        if let Some(c) = &profile.cache {
+            for (field, bytes) in [("cache.l2_bytes", c.l2_bytes), ("cache.llc_bytes", c.llc_bytes)] {
+                if bytes == 0 {
+                    return Err(SpecError::new(field, "0", format!("a cache size in bytes, at least 1 (in {origin})")));
+                }
+            }
+        }
+        Ok(profile)
     }
 
     /// Writes the profile as TOML (used by `schedlab calibrate`).
@@ -210,5 +218,25 @@ impl MachineProfile {
     /// CPU time to copy `bytes` between user and kernel space.
     pub fn copy_ns(&self, bytes: u64) -> u64 {
         (bytes * self.copy_ps_per_byte).div_ceil(1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BROADWELL: &str = include_str!("../../../machines/broadwell-ep.toml");
+
+    #[test]
+    fn a_cache_section_is_optional_and_its_sizes_must_be_positive() {
+        assert_eq!(MachineProfile::from_toml(BROADWELL, "broadwell-ep.toml").unwrap().cache, None);
+        let with =
+            format!("{BROADWELL}\n[cache]\nl2_bytes = 262144\nllc_bytes = 57671680\nllc_line_ps = 1000\ndram_line_ps = 5000\n");
+        let c = MachineProfile::from_toml(&with, "x.toml").unwrap().cache.unwrap();
+        assert_eq!((c.l2_bytes, c.llc_bytes), (262_144, 57_671_680));
+        let zero = with.replace("l2_bytes = 262144", "l2_bytes = 0");
+        let e = MachineProfile::from_toml(&zero, "x.toml").unwrap_err();
+        assert_eq!(e.field, "cache.l2_bytes");
+        assert_eq!(e.value, "0");
     }
 }
