@@ -18,7 +18,7 @@ use crate::cpuset::CpuSet;
 use crate::events::{Digest, EventKind, EventQueue};
 use crate::ipc::{Channel, IoOutcome, Pipe, UnixStream, WaitQueue};
 use crate::memory::MemoryModel;
-use crate::program::{ForkKind, MemAt, Op, OpResult, Program};
+use crate::program::{ForkKind, MemAt, Op, OpResult, Program, DEFAULT_WORKING_SET_BYTES};
 use crate::rng::{SimRng, Stream};
 use crate::sched::{
     Charge, CpuState, DequeueReason, EnqueueReason, IrqOffStats, Request, SchedClass, SelectReason, System, TaskGroupInfo,
@@ -78,10 +78,6 @@ impl Default for RunConfig {
     }
 }
 
-/// The working set a task brings into a cache when it runs: 256 KiB, the size the
-/// machine profiles' migration costs are derived for (machines/*.toml).
-const TASK_WORKING_SET_BYTES: u64 = 256 * 1024;
-
 /// Per-task execution state the policy never sees.
 struct TaskExec {
     program: Option<Box<dyn Program>>,
@@ -103,6 +99,8 @@ struct TaskExec {
     refill_ns: u64,
     /// The CPU whose caches hold the task's working set: where it last did work.
     cache_cpu: Option<usize>,
+    /// Its program's `working_set_bytes()`.
+    working_set_bytes: u64,
     /// Bytes brought into its core's private cache and its LLC (`Engine::cache_in`)
     /// when it last ran there: what others brought in since pushed its lines out.
     cache_marks: (u64, u64),
@@ -434,6 +432,7 @@ impl Engine {
             switches: 0,
             migrations: 0,
         });
+        let working_set_bytes = program.working_set_bytes();
         self.exec.push(TaskExec {
             program: Some(program),
             rng: SimRng::derive(self.cfg.seed, Stream::Workload, id as u64),
@@ -446,6 +445,7 @@ impl Engine {
             home_node: None,
             refill_ns: 0,
             cache_cpu: None,
+            working_set_bytes,
             cache_marks: (0, 0),
             cache_before_switch_in: None,
             timer_gen: 0,
@@ -863,12 +863,15 @@ impl Engine {
         e.cache_before_switch_in = Some((e.cache_cpu, e.refill_ns));
         if let Some(from) = e.cache_cpu.replace(cpu) {
             let m = &self.sys.cost.migration;
+            // The profile's costs are for DEFAULT_WORKING_SET_BYTES; a move refills
+            // what this task touches.
+            let scaled = |ns: u64| (ns as u128 * e.working_set_bytes as u128 / DEFAULT_WORKING_SET_BYTES as u128) as u64;
             e.refill_ns += match self.sys.distance(from, cpu) {
                 Distance::SameCpu => cold,
-                Distance::Smt => m.smt_ns.max(cold),
-                Distance::Llc => m.llc_ns,
-                Distance::CrossLlc => m.cross_llc_ns,
-                Distance::CrossNode => m.cross_node_ns,
+                Distance::Smt => scaled(m.smt_ns).max(cold),
+                Distance::Llc => scaled(m.llc_ns),
+                Distance::CrossLlc => scaled(m.cross_llc_ns),
+                Distance::CrossNode => scaled(m.cross_node_ns),
             };
         }
         self.sys.curr[cpu] = Some(n);
@@ -1124,8 +1127,7 @@ impl Engine {
     }
 
     /// The reuse model: what task `p`, switched in on `cpu`, pays to refill the part
-    /// of its working set (`TASK_WORKING_SET_BYTES`, the machine profiles'
-    /// migration convention) that the working sets brought into this core's
+    /// of its working set (its program's `working_set_bytes()`) that the working sets brought into this core's
     /// private cache and this LLC since it last ran here have pushed out (a
     /// fraction min(1, brought in / capacity) of each, as in an LRU cache fed
     /// uniformly). Books the bytes it brings back into both clocks. 0 without a
@@ -1135,21 +1137,22 @@ impl Engine {
         let info = &self.sys.topo.cpus[cpu];
         let (core, llc) = (info.core as usize, info.llc as usize);
         let e = &mut self.exec[p];
+        let ws = e.working_set_bytes;
         let same_core = e.cache_cpu.is_some_and(|c| self.sys.topo.cpus[c].core as usize == core);
         let (in_l2, in_llc) = (&mut self.cache_in.0[core], &mut self.cache_in.1[llc]);
         let cost = if same_core {
             let l2_gone_pm = (*in_l2 - e.cache_marks.0).min(c.l2_bytes) as u128 * 1000 / c.l2_bytes as u128;
             let llc_gone_pm = ((*in_llc - e.cache_marks.1).min(c.llc_bytes) as u128 * 1000 / c.llc_bytes as u128).min(l2_gone_pm);
-            let lines = (TASK_WORKING_SET_BYTES / 64) as u128;
+            let lines = (ws / 64) as u128;
             let ps = lines * ((l2_gone_pm - llc_gone_pm) * c.llc_line_ps as u128 + llc_gone_pm * c.dram_line_ps as u128) / 1000;
-            *in_l2 += (TASK_WORKING_SET_BYTES as u128 * l2_gone_pm / 1000) as u64;
-            *in_llc += (TASK_WORKING_SET_BYTES as u128 * llc_gone_pm / 1000) as u64;
+            *in_l2 += (ws as u128 * l2_gone_pm / 1000) as u64;
+            *in_llc += (ws as u128 * llc_gone_pm / 1000) as u64;
             (ps / 1000) as u64
         } else {
             // Arriving from elsewhere (the migration cost pays for it): its whole
             // working set comes into this core and this LLC.
-            *in_l2 += TASK_WORKING_SET_BYTES;
-            *in_llc += TASK_WORKING_SET_BYTES;
+            *in_l2 += ws;
+            *in_llc += ws;
             0
         };
         e.cache_marks = (*in_l2, *in_llc);

@@ -103,10 +103,21 @@ pub enum OpResult {
 }
 
 /// A task's behaviour.
+/// The working set the machine profiles' migration costs are derived for
+/// (machines/*.toml), and what a task's program touches unless it says otherwise.
+pub const DEFAULT_WORKING_SET_BYTES: u64 = 256 * 1024;
+
 pub trait Program {
     /// The next operation, given the result of the last one. `rng` is this task's own
     /// workload stream.
     fn next(&mut self, last: OpResult, rng: &mut SimRng) -> Op;
+
+    /// Bytes of cache the task touches in one run (its working set): what a
+    /// migration, or a return to a core that others have used since, refills.
+    /// Migration costs scale from the profiles' `DEFAULT_WORKING_SET_BYTES` to it.
+    fn working_set_bytes(&self) -> u64 {
+        DEFAULT_WORKING_SET_BYTES
+    }
 }
 
 /// A program from a fixed list (tests and small scenarios); exits after the last op.
