@@ -422,7 +422,6 @@ impl Engine {
             is_thread,
             last_queued_ns: self.sys.now_ns,
             woken_at_ns: None,
-            last_ran_cpu: None,
             run_ns: 0,
             kernel_ns: 0,
             sched_ns: 0,
@@ -850,7 +849,6 @@ impl Engine {
         t.wait_ns += waited;
         t.switches += 1;
         let woken = t.woken_at_ns.take();
-        t.last_ran_cpu = Some(cpu);
         self.sys.stats[cpu].wait_ns += waited;
         self.sys.stats[cpu].timeslices += 1;
         if let Some(w) = woken {
@@ -1127,11 +1125,11 @@ impl Engine {
     }
 
     /// The reuse model: what task `p`, switched in on `cpu`, pays to refill the part
-    /// of its working set (its program's `working_set_bytes()`) that the working sets brought into this core's
-    /// private cache and this LLC since it last ran here have pushed out (a
-    /// fraction min(1, brought in / capacity) of each, as in an LRU cache fed
-    /// uniformly). Books the bytes it brings back into both clocks. 0 without a
-    /// `cache` section in the profile.
+    /// of its working set (its program's `working_set_bytes()`) that the working
+    /// sets brought into this core's private cache and this LLC since it last ran
+    /// here have pushed out (a fraction min(1, brought in / capacity) of each, as
+    /// in an LRU cache fed uniformly). Books the bytes it brings back into both
+    /// clocks. 0 without a `cache` section in the profile.
     fn cold_refill_ns(&mut self, p: TaskId, cpu: usize) -> u64 {
         let Some(c) = &self.sys.cost.cache else { return 0 };
         let info = &self.sys.topo.cpus[cpu];

@@ -63,8 +63,6 @@ pub struct Task {
     pub last_queued_ns: u64,
     /// When it was last woken, for wakeup-to-run latency; None when not pending.
     pub woken_at_ns: Option<u64>,
-    /// Last CPU it actually ran on, for the cache-refill cost after migration.
-    pub last_ran_cpu: Option<usize>,
     /// Cumulative accounting. `run_ns` is all time in the task's own segments
     /// (user code and system calls, cache refills included).
     pub run_ns: u64,
