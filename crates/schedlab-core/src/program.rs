@@ -102,11 +102,11 @@ pub enum OpResult {
     Time(u64),
 }
 
-/// A task's behaviour.
 /// The working set the machine profiles' migration costs are derived for
 /// (machines/*.toml), and what a task's program touches unless it says otherwise.
 pub const DEFAULT_WORKING_SET_BYTES: u64 = 256 * 1024;
 
+/// A task's behaviour.
 pub trait Program {
     /// The next operation, given the result of the last one. `rng` is this task's own
     /// workload stream.
