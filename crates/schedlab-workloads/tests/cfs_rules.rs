@@ -294,7 +294,7 @@ fn scale_wakeup_gran_direction_at_reduced_scale() {
     let gain = (base - new) / base;
     assert!(gain > 0.04, "overloaded: {base} vs {new}, gain {gain}");
     // Two tasks per CPU (one group of 8 senders and 8 receivers), as G=4 on the
-    // 80-CPU machine: within the seed's noise band. (At five per CPU, G=7-12, the
+    // 80-CPU machine: within the seed's noise band. (At five per CPU, like G=12, the
     // model's base over-schedules and the gain is far outside it: a documented
     // miss, docs/policies/cfs.md.)
     let base = cascadelake_hackbench_pipes("cfs@5.15", 1, 8, 2000);
