@@ -104,10 +104,6 @@ struct TaskExec {
     /// Bytes brought into its core's private cache and its LLC (`Engine::cache_in`)
     /// when it last ran there: what others brought in since pushed its lines out.
     cache_marks: (u64, u64),
-    /// `cache_cpu` and `refill_ns` before the switch in, until the run's first
-    /// segment: restored when that run only re-checks a wait condition (it touches
-    /// none of the working set).
-    cache_before_switch_in: Option<(Option<usize>, u64)>,
     timer_gen: u32,
     timer_fired: bool,
     futex_woken: bool,
@@ -294,8 +290,7 @@ impl Engine {
         let tick_ns = 1_000_000_000 / cfg.hz.max(1);
         let phase = cfg.tick_phase_ns.unwrap_or_else(|| SimRng::new(cfg.seed, Stream::TickPhase).range(0, tick_ns - 1));
         let nodes = topo.node_cpus.len();
-        let ncores = topo.cpus.iter().map(|c| c.core as usize + 1).max().unwrap_or(1);
-        let nllcs = topo.cpus.iter().map(|c| c.llc as usize + 1).max().unwrap_or(1);
+        let (ncores, nllcs) = (topo.core_cpus.len(), topo.llc_cpus.len());
         let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.saturating_mul(1_000_000));
         let sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         let mut e = Engine {
@@ -446,7 +441,6 @@ impl Engine {
             cache_cpu: None,
             working_set_bytes,
             cache_marks: (0, 0),
-            cache_before_switch_in: None,
             timer_gen: 0,
             timer_fired: false,
             futex_woken: false,
@@ -856,9 +850,29 @@ impl Engine {
                 let _ = self.latency.record((now - w).max(1));
             }
         }
+        // A run that only re-checks a pipe wait condition touches the wait entry and
+        // the pipe's index line, not the task's working set: that stays where it
+        // was, and any refill owed waits for a run that does the work.
+        let e = &self.exec[n];
+        let only_rechecks = e.seg_remaining.is_none()
+            && e.stream_left.is_none()
+            && e.op.as_ref().is_some_and(|op| self.pipe_wait_recheck_fails(op).is_some());
+        if !only_rechecks {
+            self.move_working_set(n, cpu);
+        }
+        self.sys.curr[cpu] = Some(n);
+        if self.exec[n].home_node.is_none() {
+            self.exec[n].home_node = Some(self.sys.topo.cpus[cpu].node as usize);
+        }
+        self.run_next(cpu);
+    }
+
+    /// Task `n` runs on `cpu`: the refill it owes for bringing its working set
+    /// there (the profile's migration cost scaled to its size, or the reuse
+    /// model's cold refill on the same core).
+    fn move_working_set(&mut self, n: TaskId, cpu: usize) {
         let cold = self.cold_refill_ns(n, cpu);
         let e = &mut self.exec[n];
-        e.cache_before_switch_in = Some((e.cache_cpu, e.refill_ns));
         if let Some(from) = e.cache_cpu.replace(cpu) {
             let m = &self.sys.cost.migration;
             // The profile's costs are for DEFAULT_WORKING_SET_BYTES; a move refills
@@ -872,11 +886,6 @@ impl Engine {
                 Distance::CrossNode => scaled(m.cross_node_ns),
             };
         }
-        self.sys.curr[cpu] = Some(n);
-        if self.exec[n].home_node.is_none() {
-            self.exec[n].home_node = Some(self.sys.topo.cpus[cpu].node as usize);
-        }
-        self.run_next(cpu);
     }
 
     /// Starts the next segment of `cpu`'s current task.
@@ -897,18 +906,11 @@ impl Engine {
             // holds the wait queues' locks too) and sleeps again, without the mutex;
             // otherwise the body runs again under the mutex.
             if let Some(chan) = self.pipe_wait_recheck_fails(op) {
-                // The recheck touches the wait entry and the pipe's index line, not
-                // the task's working set: that stays where it was, and a refill owed
-                // after a migration waits for a run that does the work.
+                // A refill owed (see switch_in) waits for a run that does the work.
                 let cost = self.pipe_line_ns(cpu, chan);
-                let e = &mut self.exec[p];
-                // (The cold refill its switch in booked is undone with the rest;
-                // the reuse clocks keep the bytes it booked, a small overcount.)
-                let (cache_cpu, refill_ns) = e.cache_before_switch_in.take().unwrap_or((e.cache_cpu, e.refill_ns));
-                e.cache_cpu = cache_cpu;
-                e.refill_ns = 0;
+                let owed = std::mem::take(&mut self.exec[p].refill_ns);
                 self.start_segment(cpu, p, cost, true);
-                self.exec[p].refill_ns = refill_ns;
+                self.exec[p].refill_ns = owed;
                 return;
             }
             let cost = self.op_cost(op, false);
@@ -972,7 +974,6 @@ impl Engine {
         let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
         self.sys.tasks[p].sched_ns += overhead;
         let refill = std::mem::take(&mut self.exec[p].refill_ns);
-        self.exec[p].cache_before_switch_in = None;
         let speed = self.smt_speed_pm(cpu);
         let c = &mut self.cpu[cpu];
         c.seg_start_ns = now + overhead;
@@ -994,7 +995,6 @@ impl Engine {
         let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
         self.sys.tasks[p].sched_ns += overhead;
         let refill = std::mem::take(&mut self.exec[p].refill_ns);
-        self.exec[p].cache_before_switch_in = None;
         let cpu_node = self.sys.topo.cpus[cpu].node as usize;
         let node = match ask.at {
             MemAt::Local => cpu_node,
@@ -1180,17 +1180,10 @@ impl Engine {
     /// `pipe_readable()` (a slot holds data) for a reader, `pipe_writable()` (a
     /// free slot, whatever room the last page has) for a writer (fs/pipe.c, v5.15).
     fn pipe_wait_recheck_fails(&self, op: &Op) -> Option<crate::program::ChanId> {
-        match *op {
-            Op::Write { chan, .. } => match self.chans.get(chan) {
-                Some(Channel::Pipe(pipe)) if pipe.full() => Some(chan),
-                _ => None,
-            },
-            Op::Read { chan, .. } => match self.chans.get(chan) {
-                Some(Channel::Pipe(pipe)) if !pipe.readable() => Some(chan),
-                _ => None,
-            },
-            _ => None,
-        }
+        let chan = Self::pipe_of(op)?;
+        let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return None };
+        let blocked = if matches!(op, Op::Write { .. }) { pipe.full() } else { !pipe.readable() };
+        blocked.then_some(chan)
     }
 
     /// Applies the effect of the system call `p` just paid for.

@@ -343,13 +343,20 @@ impl Channel {
 mod tests {
     use super::*;
 
-    #[test]
-    fn pipe_holds_640_hundred_byte_messages() {
+    /// A pipe holding `n` 100-byte messages from writer 1, with nobody woken.
+    fn pipe_with(n: usize) -> Pipe {
         let mut p = Pipe::default();
         let mut wake = Vec::new();
-        for i in 0..640 {
+        for i in 0..n {
             assert_eq!(p.write(1, 100, false, &mut wake), IoOutcome::Done(100), "message {i}");
         }
+        p
+    }
+
+    #[test]
+    fn pipe_holds_640_hundred_byte_messages() {
+        let mut p = pipe_with(640);
+        let mut wake = Vec::new();
         assert_eq!(p.slots_used(), 16);
         assert_eq!(p.bytes(), 64_000);
         assert_eq!(p.write(1, 100, false, &mut wake), IoOutcome::Blocked);
@@ -371,12 +378,8 @@ mod tests {
 
     #[test]
     fn pipe_read_from_full_ring_wakes_one_writer_even_without_freeing_a_slot() {
-        let mut p = Pipe::default();
+        let mut p = pipe_with(640);
         let mut wake = Vec::new();
-        for _ in 0..640 {
-            p.write(1, 100, false, &mut wake);
-        }
-        wake.clear();
         assert_eq!(p.write(2, 100, false, &mut wake), IoOutcome::Blocked);
         assert_eq!(p.write(3, 100, false, &mut wake), IoOutcome::Blocked);
         // A read that leaves the first page partly consumed: the ring was full when it
@@ -423,12 +426,8 @@ mod tests {
 
     #[test]
     fn pipe_read_from_a_ring_not_full_wakes_no_writer() {
-        let mut p = Pipe::default();
+        let mut p = pipe_with(600);
         let mut wake = Vec::new();
-        for _ in 0..600 {
-            p.write(1, 100, false, &mut wake);
-        }
-        wake.clear();
         p.wr_wait.add(2, true);
         assert_eq!(p.read(9, 100, &mut wake), IoOutcome::Done(100));
         assert!(wake.is_empty(), "15 of 16 slots used: was_full is false");
