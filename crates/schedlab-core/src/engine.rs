@@ -39,11 +39,29 @@ pub const MAX_UTIL_BUCKETS: usize = 2048;
 
 /// First pid handed out; the workload's main task gets it.
 const FIRST_PID: u32 = 1000;
-/// Cache lines of a pipe that a read or write takes over from the CPU that used
-/// it last (struct pipe_inode_info and struct pipe_buffer, include/linux/
-/// pipe_fs_i.h, v5.15): the mutex with rd_wait, head/tail with wr_wait, the
-/// ring slot's pipe_buffer (offset, len), and the data line written or read.
-const PIPE_SHARED_LINES: u64 = 4;
+/// Cache lines of a pipe's bookkeeping that a read or write takes over from the
+/// CPU that used it last (struct pipe_inode_info and struct pipe_buffer,
+/// include/linux/pipe_fs_i.h, v5.15): the mutex with rd_wait, head/tail with
+/// wr_wait, and the ring slot's pipe_buffer (offset, len). The data lines are
+/// charged apart, from the CPUs that wrote them.
+const PIPE_STRUCT_LINES: u64 = 3;
+/// Bytes in a cache line.
+const CACHE_LINE_BYTES: u64 = 64;
+
+/// A read or write of a channel, for the pipe cost model.
+#[derive(Clone, Copy, Debug)]
+enum PipeAccess {
+    Write { chan: crate::program::ChanId },
+    Read { chan: crate::program::ChanId, bytes: u64 },
+}
+
+impl PipeAccess {
+    fn chan(self) -> crate::program::ChanId {
+        match self {
+            PipeAccess::Write { chan } | PipeAccess::Read { chan, .. } => chan,
+        }
+    }
+}
 
 /// Run settings that are not the policy's.
 #[derive(Clone, Debug)]
@@ -914,7 +932,8 @@ impl Engine {
                 return;
             }
             let cost = self.op_cost(op, false);
-            let cost = cost + Self::pipe_of(op).map_or(0, |chan| self.pipe_mutex_ns(cpu, p, chan, 0, cost));
+            let access = Self::pipe_access(op);
+            let cost = cost + self.pipe_mutex_ns(cpu, p, access, 0, cost);
             self.start_segment(cpu, p, cost, true);
             return;
         }
@@ -950,7 +969,7 @@ impl Engine {
                 op => {
                     let cost = self.op_cost(&op, true);
                     let entry = self.sys.cost.syscall_ns;
-                    let cost = cost + Self::pipe_of(&op).map_or(0, |chan| self.pipe_mutex_ns(cpu, p, chan, entry, cost - entry));
+                    let cost = cost + self.pipe_mutex_ns(cpu, p, Self::pipe_access(&op), entry, cost - entry);
                     let e = &mut self.exec[p];
                     e.op = Some(op);
                     e.first_attempt = true;
@@ -1093,6 +1112,16 @@ impl Engine {
         entry + body
     }
 
+    /// A read or write as the pipe cost model sees it (whether the channel is a
+    /// pipe is checked where it is charged).
+    fn pipe_access(op: &Op) -> Option<PipeAccess> {
+        match *op {
+            Op::Write { chan, .. } => Some(PipeAccess::Write { chan }),
+            Op::Read { chan, bytes } => Some(PipeAccess::Read { chan, bytes }),
+            _ => None,
+        }
+    }
+
     /// The channel of a read or write, if it is a pipe's.
     fn pipe_of(op: &Op) -> Option<crate::program::ChanId> {
         match *op {
@@ -1112,10 +1141,12 @@ impl Engine {
     /// Returns the spin plus the line transfers, and reserves the mutex until
     /// this call's end. A spinner that is asked to reschedule sleeps on the mutex
     /// instead; that is not modelled (it spins on).
-    fn pipe_mutex_ns(&mut self, cpu: usize, p: TaskId, chan: crate::program::ChanId, entry_ns: u64, body_ns: u64) -> u64 {
-        let arrive = self.sys.now_ns + self.sys.pending_overhead_ns[cpu] + self.exec[p].refill_ns + entry_ns;
-        let transfer = PIPE_SHARED_LINES * self.pipe_line_ns(cpu, chan);
+    fn pipe_mutex_ns(&mut self, cpu: usize, p: TaskId, access: Option<PipeAccess>, entry_ns: u64, body_ns: u64) -> u64 {
+        let Some(access) = access else { return 0 };
+        let chan = access.chan();
         let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
+        let arrive = self.sys.now_ns + self.sys.pending_overhead_ns[cpu] + self.exec[p].refill_ns + entry_ns;
+        let transfer = PIPE_STRUCT_LINES * self.line_ns(pipe.last_cpu, cpu) + self.pipe_data_lines_ns(cpu, pipe, access);
         let start = arrive.max(pipe.mutex_free_ns);
         let spin = start - arrive;
         let Some(Channel::Pipe(pipe)) = self.chans.get_mut(chan) else { return 0 };
@@ -1157,11 +1188,30 @@ impl Engine {
         cost
     }
 
-    /// What one of a pipe's shared lines costs `cpu` to fetch: nothing when this core
-    /// used the pipe last, `t_cl` within an LLC, the remote `t_cl` across.
-    fn pipe_line_ns(&self, cpu: usize, chan: crate::program::ChanId) -> u64 {
-        let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
-        match pipe.last_cpu {
+    /// The data lines a pipe read or write takes from other cores. A read takes
+    /// the lines of the bytes it will consume, each run from the cache of the CPU
+    /// that wrote it (messages from many writers come from many caches; lines
+    /// counted as bytes / 64, in thousandths). A write merges into the line the
+    /// newest unread byte's writer left, or, with nothing unread, into the page
+    /// the last user of the pipe released (`pipe->tmp_page` is reused).
+    fn pipe_data_lines_ns(&self, cpu: usize, pipe: &Pipe, access: PipeAccess) -> u64 {
+        match access {
+            PipeAccess::Read { bytes, .. } => {
+                let per_mille: u64 = pipe
+                    .unread_writers(bytes)
+                    .map(|(n, writer)| n * 1000 * self.line_ns(Some(writer), cpu) / CACHE_LINE_BYTES)
+                    .sum();
+                per_mille / 1000
+            }
+            PipeAccess::Write { .. } => self.line_ns(pipe.last_writer().or(pipe.last_cpu), cpu),
+        }
+    }
+
+    /// What one cache line last written on `from` costs `cpu` to fetch: nothing
+    /// from its own core (or with no previous user), `t_cl` within an LLC, the
+    /// remote `t_cl` across.
+    fn line_ns(&self, from: Option<usize>, cpu: usize) -> u64 {
+        match from {
             Some(last) if last != cpu => {
                 let (a, b) = (&self.sys.topo.cpus[last], &self.sys.topo.cpus[cpu]);
                 if a.core == b.core {
@@ -1174,6 +1224,13 @@ impl Engine {
             }
             _ => 0,
         }
+    }
+
+    /// What one of a pipe's bookkeeping lines costs `cpu` to fetch: nothing when this
+    /// core used the pipe last, `t_cl` within an LLC, the remote `t_cl` across.
+    fn pipe_line_ns(&self, cpu: usize, chan: crate::program::ChanId) -> u64 {
+        let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
+        self.line_ns(pipe.last_cpu, cpu)
     }
 
     /// The pipe of a blocked read or write whose wait condition is still false:
@@ -1214,7 +1271,13 @@ impl Engine {
                 let left = bytes - self.exec[p].op_progress;
                 let mut wake = std::mem::take(&mut self.wake_buf);
                 let io = match self.chans.get_mut(chan) {
-                    Some(Channel::Pipe(pipe)) => pipe.write(p, left, !first, &mut wake),
+                    Some(Channel::Pipe(pipe)) => {
+                        let io = pipe.write(p, left, !first, &mut wake);
+                        if let IoOutcome::Done(n) | IoOutcome::Partial(n) = io {
+                            pipe.note_writer(cpu, n);
+                        }
+                        io
+                    }
                     Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.write(p, left, &mut wake),
                     None => {
                         self.violation(format!("task {p} wrote to unknown channel {chan}"));

@@ -92,11 +92,18 @@ pub struct Pipe {
     pub wr_wait: WaitQueue,
     /// Set once the pipe has been polled: writers then always wake readers.
     pub poll_usage: bool,
-    /// The CPU whose cache holds the pipe's shared lines (mutex, ring indexes,
-    /// the slot and data last written): the last one to read or write it.
+    /// The CPU whose cache holds the pipe's bookkeeping lines (mutex, ring
+    /// indexes, the slot): the last one to read or write it.
     pub last_cpu: Option<usize>,
     /// When `pipe->mutex` is next free: the end of the last reserved read or write.
     pub mutex_free_ns: u64,
+    /// Who wrote the bytes not yet read: (stream offset where the run ends, the
+    /// writer's CPU), oldest first, adjacent runs of one CPU merged. A reader
+    /// takes each run's data lines from the cache of the CPU that wrote them.
+    writer_runs: VecDeque<(u64, usize)>,
+    /// Bytes ever written into and read from the pipe (stream offsets).
+    written_bytes: u64,
+    read_bytes: u64,
 }
 
 impl Pipe {
@@ -115,6 +122,39 @@ impl Pipe {
 
     pub fn readable(&self) -> bool {
         !self.slots.is_empty()
+    }
+
+    /// Records that `cpu` wrote the `bytes` a write just queued (the engine knows
+    /// the CPU; the ring does not).
+    pub fn note_writer(&mut self, cpu: usize, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        self.written_bytes += bytes;
+        match self.writer_runs.back_mut() {
+            Some((end, c)) if *c == cpu => *end = self.written_bytes,
+            _ => self.writer_runs.push_back((self.written_bytes, cpu)),
+        }
+    }
+
+    /// The writers of the next `bytes` unread bytes: (bytes, writer CPU) per run,
+    /// oldest first. Bytes queued without a recorded writer are left out.
+    pub fn unread_writers(&self, bytes: u64) -> impl Iterator<Item = (u64, usize)> + '_ {
+        let until = self.read_bytes + bytes;
+        let mut from = self.read_bytes;
+        self.writer_runs.iter().map_while(move |&(end, cpu)| {
+            if from >= until {
+                return None;
+            }
+            let take = end.min(until) - from;
+            from = end.min(until);
+            Some((take, cpu))
+        })
+    }
+
+    /// The CPU that wrote the newest unread byte, if any is unread.
+    pub fn last_writer(&self) -> Option<usize> {
+        self.writer_runs.back().map(|&(_, cpu)| cpu)
     }
 
     /// Mirrors `pipe_write()`: merge a small write into the last page when it fits
@@ -183,6 +223,10 @@ impl Pipe {
             if front.off == front.end {
                 self.slots.pop_front();
             }
+        }
+        self.read_bytes += got;
+        while self.writer_runs.front().is_some_and(|&(end, _)| end <= self.read_bytes) {
+            self.writer_runs.pop_front();
         }
         if was_full {
             self.wr_wait.wake(1, wake);
@@ -351,6 +395,27 @@ mod tests {
             assert_eq!(p.write(1, 100, false, &mut wake), IoOutcome::Done(100), "message {i}");
         }
         p
+    }
+
+    #[test]
+    fn unread_bytes_remember_their_writers() {
+        let mut p = Pipe::default();
+        let mut wake = Vec::new();
+        for cpu in [3, 3, 5, 3] {
+            p.write(1, 100, false, &mut wake);
+            p.note_writer(cpu, 100);
+        }
+        // CPU 3's first two messages are one run.
+        assert_eq!(p.unread_writers(1000).collect::<Vec<_>>(), vec![(200, 3), (100, 5), (100, 3)]);
+        assert_eq!(p.last_writer(), Some(3));
+        // A read of 150 bytes leaves CPU 3's last 50 of the first run.
+        p.read(2, 150, &mut wake);
+        assert_eq!(p.unread_writers(100).collect::<Vec<_>>(), vec![(50, 3), (50, 5)]);
+        p.read(2, 150, &mut wake);
+        assert_eq!(p.unread_writers(1000).collect::<Vec<_>>(), vec![(100, 3)]);
+        p.read(2, 100, &mut wake);
+        assert_eq!(p.unread_writers(1000).count(), 0);
+        assert_eq!(p.last_writer(), None);
     }
 
     #[test]

@@ -274,11 +274,11 @@ fn v3_0_balances_a_low_weight_group_only_with_the_extra_resolution() {
     assert!(mean(&on) < 0.5, "resolution on: {on:?}");
 }
 
-fn cascadelake_hackbench_pipes(policy: &str, groups: u64, fds: u64, loops: u64) -> f64 {
+fn cascadelake_hackbench_pipes(topology: &str, policy: &str, groups: u64, fds: u64, loops: u64) -> f64 {
     let w = Workload::parse(&format!("hackbench groups={groups} fds={fds} loops={loops} ipc=pipe mode=process")).unwrap();
     let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
     let cfg = RunConfig { seed: 1, check: false, ..RunConfig::default() };
-    let topo = Topology::parse("1x1x4x2").unwrap();
+    let topo = Topology::parse(topology).unwrap();
     let r = Engine::new(topo, cascadelake(), policy, cfg, w.main_comm(), w.main_program()).run();
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
     r.elapsed_ns() as f64 / 1e9
@@ -286,18 +286,18 @@ fn cascadelake_hackbench_pipes(policy: &str, groups: u64, fds: u64, loops: u64) 
 
 #[test]
 fn scale_wakeup_gran_direction_at_reduced_scale() {
-    // The seed's regime on an 8-CPU slice of the Cascade Lake: 10 groups are 400
-    // tasks, 50 per CPU. Fewer wakeup preemptions make the run faster (seed: 25% at
-    // 35+ tasks per CPU).
-    let base = cascadelake_hackbench_pipes("cfs@5.15", 10, 20, 2000);
-    let new = cascadelake_hackbench_pipes("cfs@5.15+SCALE_WAKEUP_GRAN", 10, 20, 2000);
+    // The seed's regime on a two-socket, 16-CPU slice of the Cascade Lake: 10
+    // groups are 400 tasks, 25 per CPU, as G=48 on the 80-CPU machine. Fewer
+    // wakeup preemptions make the run faster (seed: 14% at G=48, 23-27% from
+    // G=110; the model gives 25% over 4 seeds here, so 10% is a wide margin).
+    let base = cascadelake_hackbench_pipes("2x1x4x2", "cfs@5.15", 10, 20, 2000);
+    let new = cascadelake_hackbench_pipes("2x1x4x2", "cfs@5.15+SCALE_WAKEUP_GRAN", 10, 20, 2000);
     let gain = (base - new) / base;
-    assert!(gain > 0.04, "overloaded: {base} vs {new}, gain {gain}");
+    assert!(gain > 0.10, "overloaded: {base} vs {new}, gain {gain}");
     // Two tasks per CPU (one group of 8 senders and 8 receivers), as G=4 on the
-    // 80-CPU machine: within the seed's noise band. (At five per CPU, like G=12, the
-    // model's base over-schedules and the gain is far outside it: a documented
-    // miss, docs/policies/cfs.md.)
-    let base = cascadelake_hackbench_pipes("cfs@5.15", 1, 8, 2000);
-    let new = cascadelake_hackbench_pipes("cfs@5.15+SCALE_WAKEUP_GRAN", 1, 8, 2000);
+    // 80-CPU machine: within the seed's noise band. (At five per CPU, like G=12,
+    // the model's gain is above it: a documented miss, docs/policies/cfs.md.)
+    let base = cascadelake_hackbench_pipes("1x1x4x2", "cfs@5.15", 1, 8, 2000);
+    let new = cascadelake_hackbench_pipes("1x1x4x2", "cfs@5.15+SCALE_WAKEUP_GRAN", 1, 8, 2000);
     assert!(((base - new) / base).abs() < 0.08, "two per CPU: {base} vs {new}");
 }

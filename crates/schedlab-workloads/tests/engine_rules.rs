@@ -251,14 +251,43 @@ fn pipe_writers_on_two_cpus_share_its_mutex_and_its_cache_lines() {
     let both = two_writers("1x1x2x1", 0, 0);
     let spin: u64 = both.iter().map(|s| s.saturating_sub(alone)).sum();
     assert!((40_000..=2 * 600 * 210).contains(&spin), "spin {spin}: {both:?}");
-    // With 50 ns lines, a write made after the other CPU's takes over the pipe's 4
-    // shared lines: 200 ns more under the mutex, ~600 writes alternating; across
-    // LLCs 150 ns lines (600 ns more).
+    // With 50 ns lines, a write made after the other CPU's takes over the pipe's 3
+    // bookkeeping lines and the data line the other writer left: 200 ns more under
+    // the mutex, ~600 writes alternating; across LLCs 150 ns lines (600 ns more).
     let base: u64 = both.iter().sum();
     let local: u64 = two_writers("1x1x2x1", 50, 150).iter().sum();
     let remote: u64 = two_writers("1x2x1x1", 50, 150).iter().sum();
     assert!(local > base + 300 * 200, "local {local} base {base}");
     assert!(remote > local + 300 * 400, "remote {remote} local {local}");
+}
+
+/// The parent writes ten 100-byte messages into a pipe, then forks a child that
+/// reads them on the other CPU while the parent computes. Returns the child's
+/// system time.
+fn reader_of_ten(line_ns: u64) -> u64 {
+    let reader = Script::new((0..10).map(|_| Op::Read { chan: 0, bytes: 100 }).collect());
+    let mut ops = vec![Op::Pipe];
+    ops.extend((0..10).map(|_| Op::Write { chan: 0, bytes: 100 }));
+    ops.push(Op::Fork { kind: ForkKind::Process, comm: Some("r".into()), program: Box::new(reader) });
+    // Busy, so the child runs on the other CPU.
+    ops.push(Op::Compute { ns: 1_000_000 });
+    ops.push(Op::WaitChild);
+    let mut profile = common::unit_profile();
+    profile.cache_line_ns = line_ns;
+    profile.cache_line_remote_ns = line_ns;
+    let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let r = Engine::new(Topology::parse("1x1x2x1").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    r.tasks.iter().find(|t| t.comm == "r").unwrap().sys_ns
+}
+
+#[test]
+fn a_reader_takes_each_message_from_the_cache_of_the_cpu_that_wrote_it() {
+    // With 64 ns lines: the first read takes the pipe's 3 bookkeeping lines from
+    // the writer's CPU (192 ns); every read takes its 100 bytes, 100/64 lines, from
+    // the writer's cache (100 ns each). The reader then owns the bookkeeping.
+    assert_eq!(reader_of_ten(64), reader_of_ten(0) + 3 * 64 + 10 * 100);
 }
 
 /// One CPU, fifo: the parent fills a pipe's ring (640 messages of 100 bytes), forks
