@@ -6,10 +6,15 @@ use schedlab_core::program::{ForkKind, Op, Script};
 use schedlab_core::{Engine, RunConfig, Topology, MARK_END, MARK_START};
 
 fn run_script(topo: &str, ops: Vec<Op>) -> schedlab_core::RunResult {
+    run_script_on(topo, common::unit_profile(), ops)
+}
+
+/// `ops` as the main task's script under fifo, on `topo` with `profile`, invariants
+/// checked.
+fn run_script_on(topo: &str, profile: schedlab_core::cost::MachineProfile, ops: Vec<Op>) -> schedlab_core::RunResult {
     let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
     let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
-    let r = Engine::new(Topology::parse(topo).unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)))
-        .run();
+    let r = Engine::new(Topology::parse(topo).unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
     r
 }
@@ -193,10 +198,7 @@ fn smt_siblings_slow_each_other_while_both_run() {
         ];
         let mut profile = common::unit_profile();
         profile.smt_throughput_pct = Some(125);
-        let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
-        let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
-        let r = Engine::new(Topology::parse("1x1x1x2").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        let r = run_script_on("1x1x1x2", profile, ops);
         let run_of = |comm: &str| r.tasks.iter().find(|t| t.comm == comm).unwrap().user_ns;
         (run_of("a"), run_of("b"))
     };
@@ -225,10 +227,7 @@ fn two_writers(topo: &str, line_ns: u64, remote_ns: u64) -> Vec<u64> {
     let mut profile = common::unit_profile();
     profile.cache_line_ns = line_ns;
     profile.cache_line_remote_ns = remote_ns;
-    let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
-    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
-    let r = Engine::new(Topology::parse(topo).unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
-    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let r = run_script_on(topo, profile, ops);
     r.tasks.iter().filter(|t| t.comm == "w").map(|t| t.sys_ns).collect()
 }
 
@@ -275,10 +274,7 @@ fn reader_of_ten(line_ns: u64) -> u64 {
     let mut profile = common::unit_profile();
     profile.cache_line_ns = line_ns;
     profile.cache_line_remote_ns = line_ns;
-    let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
-    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
-    let r = Engine::new(Topology::parse("1x1x2x1").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
-    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let r = run_script_on("1x1x2x1", profile, ops);
     r.tasks.iter().find(|t| t.comm == "r").unwrap().sys_ns
 }
 
@@ -341,10 +337,7 @@ fn a_after_sleep(cache: Option<schedlab_core::cost::CacheProfile>, other: bool) 
     ops.push(Op::WaitChild);
     let mut profile = common::unit_profile();
     profile.cache = cache;
-    let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
-    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
-    let r = Engine::new(Topology::parse("1x1x1x1").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
-    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let r = run_script_on("1x1x1x1", profile, ops);
     r.tasks.iter().find(|t| t.comm == "a").unwrap().run_ns
 }
 
