@@ -1122,12 +1122,9 @@ impl Engine {
         }
     }
 
-    /// The channel of a read or write, if it is a pipe's.
+    /// The channel of a read or write (whether it is a pipe's, its users check).
     fn pipe_of(op: &Op) -> Option<crate::program::ChanId> {
-        match *op {
-            Op::Write { chan, .. } | Op::Read { chan, .. } => Some(chan),
-            _ => None,
-        }
+        Self::pipe_access(op).map(PipeAccess::chan)
     }
 
     /// What a pipe read or write pays beyond its cache-hot cost for sharing the
@@ -1172,7 +1169,7 @@ impl Engine {
         let cost = if same_core {
             let l2_gone_pm = (*in_l2 - e.cache_marks.0).min(c.l2_bytes) as u128 * 1000 / c.l2_bytes as u128;
             let llc_gone_pm = ((*in_llc - e.cache_marks.1).min(c.llc_bytes) as u128 * 1000 / c.llc_bytes as u128).min(l2_gone_pm);
-            let lines = (ws / 64) as u128;
+            let lines = (ws / CACHE_LINE_BYTES) as u128;
             let ps = lines * ((l2_gone_pm - llc_gone_pm) * c.llc_line_ps as u128 + llc_gone_pm * c.dram_line_ps as u128) / 1000;
             *in_l2 += (ws as u128 * l2_gone_pm / 1000) as u64;
             *in_llc += (ws as u128 * llc_gone_pm / 1000) as u64;
@@ -1271,13 +1268,7 @@ impl Engine {
                 let left = bytes - self.exec[p].op_progress;
                 let mut wake = std::mem::take(&mut self.wake_buf);
                 let io = match self.chans.get_mut(chan) {
-                    Some(Channel::Pipe(pipe)) => {
-                        let io = pipe.write(p, left, !first, &mut wake);
-                        if let IoOutcome::Done(n) | IoOutcome::Partial(n) = io {
-                            pipe.note_writer(cpu, n);
-                        }
-                        io
-                    }
+                    Some(Channel::Pipe(pipe)) => pipe.write(p, cpu, left, !first, &mut wake),
                     Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.write(p, left, &mut wake),
                     None => {
                         self.violation(format!("task {p} wrote to unknown channel {chan}"));

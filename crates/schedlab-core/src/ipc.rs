@@ -124,9 +124,8 @@ impl Pipe {
         !self.slots.is_empty()
     }
 
-    /// Records that `cpu` wrote the `bytes` a write just queued (the engine knows
-    /// the CPU; the ring does not).
-    pub fn note_writer(&mut self, cpu: usize, bytes: u64) {
+    /// Records that `cpu` wrote the `bytes` a write just queued.
+    fn note_writer(&mut self, cpu: usize, bytes: u64) {
         if bytes == 0 {
             return;
         }
@@ -138,7 +137,7 @@ impl Pipe {
     }
 
     /// The writers of the next `bytes` unread bytes: (bytes, writer CPU) per run,
-    /// oldest first. Bytes queued without a recorded writer are left out.
+    /// oldest first.
     pub fn unread_writers(&self, bytes: u64) -> impl Iterator<Item = (u64, usize)> + '_ {
         let until = self.read_bytes + bytes;
         let mut from = self.read_bytes;
@@ -166,7 +165,8 @@ impl Pipe {
     /// A writer that has slept re-enters the loop, not the merge: its data goes to a
     /// new slot, and it sleeps again while the ring is full even if the last page has
     /// room (`pipe_writable()` looks at the slots only).
-    pub fn write(&mut self, task: TaskId, bytes: u64, had_waited: bool, wake: &mut Vec<TaskId>) -> IoOutcome {
+    /// `cpu` is where the writer runs: readers later take the data's lines from its cache.
+    pub fn write(&mut self, task: TaskId, cpu: usize, bytes: u64, had_waited: bool, wake: &mut Vec<TaskId>) -> IoOutcome {
         let was_empty = self.slots.is_empty();
         let mut written = 0;
         let mut left = bytes;
@@ -186,6 +186,7 @@ impl Pipe {
             written += chunk;
             left -= chunk;
         }
+        self.note_writer(cpu, written);
         if written > 0 && (was_empty || self.poll_usage) {
             self.rd_wait.wake(1, wake);
         }
@@ -392,7 +393,7 @@ mod tests {
         let mut p = Pipe::default();
         let mut wake = Vec::new();
         for i in 0..n {
-            assert_eq!(p.write(1, 100, false, &mut wake), IoOutcome::Done(100), "message {i}");
+            assert_eq!(p.write(1, 0, 100, false, &mut wake), IoOutcome::Done(100), "message {i}");
         }
         p
     }
@@ -402,8 +403,7 @@ mod tests {
         let mut p = Pipe::default();
         let mut wake = Vec::new();
         for cpu in [3, 3, 5, 3] {
-            p.write(1, 100, false, &mut wake);
-            p.note_writer(cpu, 100);
+            p.write(1, cpu, 100, false, &mut wake);
         }
         // CPU 3's first two messages are one run.
         assert_eq!(p.unread_writers(1000).collect::<Vec<_>>(), vec![(200, 3), (100, 5), (100, 3)]);
@@ -424,7 +424,7 @@ mod tests {
         let mut wake = Vec::new();
         assert_eq!(p.slots_used(), 16);
         assert_eq!(p.bytes(), 64_000);
-        assert_eq!(p.write(1, 100, false, &mut wake), IoOutcome::Blocked);
+        assert_eq!(p.write(1, 0, 100, false, &mut wake), IoOutcome::Blocked);
         assert_eq!(p.wr_wait.len(), 1);
     }
 
@@ -433,11 +433,11 @@ mod tests {
         let mut p = Pipe::default();
         let mut wake = Vec::new();
         assert_eq!(p.read(7, 100, &mut wake), IoOutcome::Blocked);
-        p.write(1, 100, false, &mut wake);
+        p.write(1, 0, 100, false, &mut wake);
         assert_eq!(wake, vec![7]);
         wake.clear();
         p.rd_wait.add(7, true);
-        p.write(2, 100, false, &mut wake);
+        p.write(2, 0, 100, false, &mut wake);
         assert!(wake.is_empty(), "pipe was not empty: no wakeup");
     }
 
@@ -445,15 +445,15 @@ mod tests {
     fn pipe_read_from_full_ring_wakes_one_writer_even_without_freeing_a_slot() {
         let mut p = pipe_with(640);
         let mut wake = Vec::new();
-        assert_eq!(p.write(2, 100, false, &mut wake), IoOutcome::Blocked);
-        assert_eq!(p.write(3, 100, false, &mut wake), IoOutcome::Blocked);
+        assert_eq!(p.write(2, 0, 100, false, &mut wake), IoOutcome::Blocked);
+        assert_eq!(p.write(3, 0, 100, false, &mut wake), IoOutcome::Blocked);
         // A read that leaves the first page partly consumed: the ring was full when it
         // began, so one exclusive writer wakes (v5.5+ `was_full`), in queue order.
         assert_eq!(p.read(9, 100, &mut wake), IoOutcome::Done(100));
         assert_eq!(wake, vec![2]);
         wake.clear();
         // The woken writer finds the ring still full and sleeps again, at the tail.
-        assert_eq!(p.write(2, 100, true, &mut wake), IoOutcome::Blocked);
+        assert_eq!(p.write(2, 0, 100, true, &mut wake), IoOutcome::Blocked);
         assert!(wake.is_empty());
         p.read(9, 100, &mut wake);
         assert_eq!(wake, vec![3]);
@@ -468,7 +468,7 @@ mod tests {
         // The 40th frees the page: no writer is waiting any more, and a retry fits.
         p.read(9, 100, &mut wake);
         assert!(wake.is_empty());
-        assert_eq!(p.write(2, 100, true, &mut wake), IoOutcome::Done(100));
+        assert_eq!(p.write(2, 0, 100, true, &mut wake), IoOutcome::Done(100));
         // The ring is full again, so the writer does not pass a wakeup on.
         assert!(wake.is_empty());
     }
@@ -478,14 +478,14 @@ mod tests {
         let mut p = Pipe::default();
         let mut wake = Vec::new();
         for _ in 0..16 {
-            assert_eq!(p.write(1, 3000, false, &mut wake), IoOutcome::Done(3000));
+            assert_eq!(p.write(1, 0, 3000, false, &mut wake), IoOutcome::Done(3000));
         }
         assert_eq!(p.slots_used(), 16, "3000 + 3000 > 4096: a slot each");
         // The last page has 1096 bytes of room: a fresh write merges into it...
-        assert_eq!(p.write(2, 100, false, &mut wake), IoOutcome::Done(100));
+        assert_eq!(p.write(2, 0, 100, false, &mut wake), IoOutcome::Done(100));
         // ...but a writer back from wr_wait re-checks pipe_writable() (slots only)
         // and sleeps again.
-        assert_eq!(p.write(3, 100, true, &mut wake), IoOutcome::Blocked);
+        assert_eq!(p.write(3, 0, 100, true, &mut wake), IoOutcome::Blocked);
         assert_eq!(p.wr_wait.len(), 1);
     }
 
@@ -502,10 +502,10 @@ mod tests {
     fn pipe_merge_respects_page_end() {
         let mut p = Pipe::default();
         let mut wake = Vec::new();
-        p.write(1, 4000, false, &mut wake);
-        p.write(1, 100, false, &mut wake);
+        p.write(1, 0, 4000, false, &mut wake);
+        p.write(1, 0, 100, false, &mut wake);
         assert_eq!(p.slots_used(), 2, "4000 + 100 > 4096: new slot");
-        p.write(1, 96, false, &mut wake);
+        p.write(1, 0, 96, false, &mut wake);
         assert_eq!(p.slots_used(), 2, "100 + 96 fits in the second page");
     }
 
