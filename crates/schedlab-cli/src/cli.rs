@@ -48,6 +48,24 @@ pub enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Run a real command on this Linux host in its own session and record its
+    /// scheduler events (sched_switch, sched_waking, sched_wakeup, sched_wakeup_new,
+    /// sched_migrate_task, sched_process_fork, sched_process_exit) through a private
+    /// tracefs instance, removed afterwards. Needs root.
+    Record {
+        /// Where to write the ftrace text.
+        #[arg(long)]
+        out: PathBuf,
+        /// Trace buffer per CPU, in KiB.
+        #[arg(long, default_value_t = 16384)]
+        buffer_kb: u32,
+        /// Kill the command's whole session after this many seconds.
+        #[arg(long, default_value_t = 60)]
+        timeout_s: u64,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Compare a base and a new policy on one workload over several seeds.
     Compare(CompareArgs),
     /// Reproduce a seed's published experiment, printed beside the published table.
@@ -247,6 +265,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Calibrate { name, out, quick } => crate::calibrate_cmd(name, out, quick),
+        Command::Record { out, buffer_kb, timeout_s, command } => crate::record_cmd(&out, buffer_kb, timeout_s, &command),
         Command::Bench { quick, one: None, .. } => crate::bench::run(quick),
         Command::Bench { quick, one: Some(i), policy } => crate::bench::run_one(i, &policy, quick),
         Command::Compare(a) => compare(&a),

@@ -46,6 +46,54 @@ fn main() -> ExitCode {
     }
 }
 
+/// `schedlab record`: a real command's scheduler events, written only if the
+/// command ran to its end (a temporary file renamed into place).
+fn record_cmd(out: &std::path::Path, buffer_kb: u32, timeout_s: u64, argv: &[String]) -> Result<(), Failure> {
+    use schedlab_host::run::Outcome;
+    if !(64..=1 << 20).contains(&buffer_kb) {
+        return Err(SpecError::new("buffer-kb", buffer_kb.to_string(), "an integer from 64 to 1048576").into());
+    }
+    if !(1..=3600).contains(&timeout_s) {
+        return Err(SpecError::new("timeout-s", timeout_s.to_string(), "an integer from 1 to 3600").into());
+    }
+    check_output_path("out", out)?;
+    let rec = schedlab_host::record::record(argv, buffer_kb, std::time::Duration::from_secs(timeout_s))
+        .map_err(|e| Failure::Run(format!("record: {e}")))?;
+    match rec.outcome {
+        Outcome::Exited(s) if s.success() => {}
+        Outcome::Exited(s) => return Err(Failure::Run(format!("record: the command failed ({s}); nothing written"))),
+        Outcome::Interrupted => return Err(Failure::Run("record: interrupted; the command was killed, nothing written".into())),
+        Outcome::TimedOut => {
+            return Err(Failure::Run(format!("record: the command ran over {timeout_s} s and was killed; nothing written")))
+        }
+    }
+    if rec.text.lines().any(|l| l.starts_with("CPU:") && l.contains("LOST")) {
+        eprintln!("schedlab: warning: the trace buffer overflowed; raise --buffer-kb");
+    }
+    let tmp = out.with_extension("record.tmp");
+    std::fs::write(&tmp, &rec.text).and_then(|_| std::fs::rename(&tmp, out)).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Failure::Run(format!("writing {}: {e}", out.display()))
+    })?;
+    eprintln!("wrote {} ({} lines)", out.display(), rec.text.lines().count());
+    Ok(())
+}
+
+/// An output path must be a regular file or not exist yet, in a directory that exists.
+fn check_output_path(field: &str, path: &std::path::Path) -> Result<(), Failure> {
+    let accepted = "a regular file path in an existing directory";
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(SpecError::new(field, path.display().to_string(), accepted).into());
+        }
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if !parent.is_dir() {
+        return Err(SpecError::new(field, path.display().to_string(), accepted).into());
+    }
+    Ok(())
+}
+
 /// `schedlab calibrate`: measure this host, print or write the profile (written to
 /// a temporary file and renamed, so a failure leaves nothing behind).
 fn calibrate_cmd(name: String, out: Option<std::path::PathBuf>, quick: bool) -> Result<(), Failure> {

@@ -83,7 +83,7 @@ fn trace_is_real_ftrace_text() {
 #[test]
 fn real_recordings_parse_with_the_same_parser() {
     for f in ["ftrace-hackbench-pipe-g1-l100-2cpu.txt", "ftrace-hackbench-socket-g1-l100-2cpu.txt"] {
-        let path = format!("{}/../../../shared/fixtures/{f}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/../../tests/fixtures/{f}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap();
         let lines = schedlab_trace::parse_trace(&text).unwrap();
         assert!(lines.iter().filter(|l| l.event.name() == "sched_process_fork").count() == 41, "{f}");
@@ -342,4 +342,65 @@ fn plots_are_written_as_svg_or_png_and_bad_names_refused() {
         assert!(stderr(&o).contains("plot"), "{}", stderr(&o));
         assert!(!path.exists());
     }
+}
+
+#[test]
+fn record_refuses_bad_flags_before_running_anything() {
+    let marker = tmp("record-must-not-run");
+    let touch = format!("touch {}", marker.display());
+    let dir = std::env::temp_dir();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--buffer-kb", "1"], "buffer-kb"),
+        (&["--timeout-s", "0"], "timeout-s"),
+        (&["--out", dir.to_str().unwrap()], "out"),
+        (&["--out", "/nonexistent-dir/x.txt"], "out"),
+    ];
+    for (flags, field) in cases {
+        let mut args = vec!["record"];
+        if !flags.contains(&"--out") {
+            args.extend(["--out", "/tmp/schedlab-never-written.txt"]);
+        }
+        args.extend_from_slice(flags);
+        args.extend(["--", "/bin/sh", "-c", &touch]);
+        let o = schedlab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("invalid {field} ")), "{err}");
+        assert!(!marker.exists(), "{args:?} ran the command");
+    }
+}
+
+/// On a Linux host where we may use tracefs (root), a recording of a short command
+/// has its fork and exit and parses with the project's parser, and leaves no
+/// tracefs instance behind. Elsewhere the failure must be one clean line.
+#[test]
+fn record_writes_a_parsable_trace_and_leaves_no_instance() {
+    let out = tmp("record.txt");
+    let o = schedlab(&["record", "--out", out.to_str().unwrap(), "--", "/bin/sh", "-c", "sleep 0.01"]);
+    let root = effective_uid_is_root();
+    if !root || !cfg!(target_os = "linux") {
+        assert_ne!(o.status.code(), Some(0));
+        assert!(!out.exists());
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines = schedlab_trace::parse_trace(&text).unwrap();
+    assert!(lines.iter().any(|l| l.event.name() == "sched_process_fork"));
+    assert!(lines.iter().any(|l| l.event.name() == "sched_process_exit"));
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    if let Some(root) = mounts.lines().find(|l| l.split_whitespace().nth(2) == Some("tracefs")) {
+        let dir = PathBuf::from(root.split_whitespace().nth(1).unwrap()).join("instances");
+        let ours = std::fs::read_dir(dir).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("schedlab-"));
+        assert!(!ours, "a schedlab tracefs instance was left behind");
+    }
+}
+
+fn effective_uid_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
 }

@@ -1,11 +1,13 @@
-//! Parses the real recordings in /work/shared/fixtures and writes them back.
+//! Parses the real recordings in the repository's tests/fixtures (recorded on this
+//! project's machines with `schedlab record`; see tests/fixtures/README.md) and
+//! writes them back.
 
 use std::collections::BTreeMap;
 
 use schedlab_trace::{format_line, header, parse_line, parse_trace, Event, Line};
 
-const PIPE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/ftrace-hackbench-pipe-g1-l100-2cpu.txt");
-const SOCKET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/ftrace-hackbench-socket-g1-l100-2cpu.txt");
+const PIPE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/ftrace-hackbench-pipe-g1-l100-2cpu.txt");
+const SOCKET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/ftrace-hackbench-socket-g1-l100-2cpu.txt");
 
 const SCHED_EVENTS: [&str; 7] = [
     "sched_switch",
@@ -38,16 +40,16 @@ fn expect_counts(lines: &[Line], expected: [usize; 7]) {
 #[test]
 fn socket_fixture_parses_with_expected_counts() {
     let lines = parse_trace(&read(SOCKET)).expect("socket fixture parses");
-    expect_counts(&lines, [4713, 3508, 3508, 41, 99, 41, 41]);
-    assert_eq!(lines.len(), 11951, "matches entries-in-buffer in the header");
+    expect_counts(&lines, [2609, 2065, 2065, 41, 46, 41, 41]);
+    assert_eq!(lines.len(), 6908, "matches entries-in-buffer in the header");
 }
 
 #[test]
 fn pipe_fixture_parses_with_expected_counts() {
     // Counts pinned from `grep -c ': <event>: '` on the fixture.
     let lines = parse_trace(&read(PIPE)).expect("pipe fixture parses");
-    expect_counts(&lines, [1489, 1347, 1346, 41, 64, 41, 41]);
-    assert_eq!(lines.len(), 4369, "matches entries-in-buffer in the header");
+    expect_counts(&lines, [2948, 2381, 2380, 41, 122, 41, 41]);
+    assert_eq!(lines.len(), 7954, "matches entries-in-buffer in the header");
 }
 
 #[test]
@@ -56,13 +58,13 @@ fn first_socket_line_fields() {
     assert_eq!(
         lines[0],
         Line {
-            comm: "bash".into(),
-            pid: 7962,
+            comm: "schedlab".into(),
+            pid: 5454,
             tgid: None,
             cpu: 1,
             flags: ".....".into(),
-            ts_ns: 1_834_202_128_000,
-            event: Event::ProcessFork { comm: "bash".into(), pid: 7962, child_comm: "bash".into(), child_pid: 8009 },
+            ts_ns: 1_229_340_919_000,
+            event: Event::ProcessFork { comm: "schedlab".into(), pid: 5454, child_comm: "schedlab".into(), child_pid: 5456 },
         }
     );
 }
@@ -136,5 +138,5 @@ fn whole_fixture_rewrites_identically() {
 fn header_matches_fixture() {
     let text = read(PIPE);
     let first12: String = text.lines().take(12).map(|l| format!("{l}\n")).collect();
-    assert_eq!(header(4369, 2), first12);
+    assert_eq!(header(7954, 2), first12);
 }

@@ -1,0 +1,191 @@
+//! A private tracefs instance for recording scheduler events.
+//!
+//! The instance is a directory under `instances/` of its own (`schedlab-<pid>`), so
+//! the top-level buffer and any other user's tracing are untouched. Dropping the
+//! [`Instance`] stops it, removes it, and unmounts tracefs if this process mounted it.
+//! An instance left by a run that was killed outright (SIGKILL, power loss) is
+//! recognised by its dead pid and removed when the next one opens.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::HostError;
+
+/// The scheduler tracepoints a recording enables: the ones the project's trace
+/// parser reads and its simulated traces write.
+pub const SCHED_EVENTS: [&str; 7] = [
+    "sched_switch",
+    "sched_waking",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_migrate_task",
+    "sched_process_fork",
+    "sched_process_exit",
+];
+
+/// Where tracefs is usually mounted (since Linux 4.1).
+const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+const INSTANCE_PREFIX: &str = "schedlab-";
+
+/// An open, private tracefs instance.
+#[derive(Debug)]
+pub struct Instance {
+    dir: PathBuf,
+    /// The mount point, when this process mounted tracefs itself.
+    mounted_by_us: Option<PathBuf>,
+}
+
+impl Instance {
+    /// Creates `instances/schedlab-<pid>` with `buffer_kb` per CPU and the
+    /// [`SCHED_EVENTS`] enabled but tracing off. Mounts tracefs if it is not mounted.
+    pub fn open(buffer_kb: u32) -> Result<Instance, HostError> {
+        if !cfg!(target_os = "linux") {
+            return Err(HostError::new("tracefs", "recording needs Linux"));
+        }
+        let (root, mounted_by_us) = match find_mount() {
+            Some(root) => (root, None),
+            None => {
+                mount_tracefs(Path::new(DEFAULT_MOUNT))?;
+                (PathBuf::from(DEFAULT_MOUNT), Some(PathBuf::from(DEFAULT_MOUNT)))
+            }
+        };
+        remove_stale_instances(&root.join("instances"));
+        let dir = root.join("instances").join(format!("{INSTANCE_PREFIX}{}", std::process::id()));
+        // From here on, Drop removes what was made even if a step below fails.
+        let inst = Instance { dir: dir.clone(), mounted_by_us };
+        fs::create_dir(&dir).map_err(|e| HostError::new(format!("creating tracefs instance {}", dir.display()), e))?;
+        inst.write("tracing_on", "0")?;
+        inst.write("buffer_size_kb", &buffer_kb.to_string())?;
+        for ev in SCHED_EVENTS {
+            inst.write(&format!("events/sched/{ev}/enable"), "1")?;
+        }
+        Ok(inst)
+    }
+
+    /// The instance's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Starts or stops recording.
+    pub fn set_on(&self, on: bool) -> Result<(), HostError> {
+        self.write("tracing_on", if on { "1" } else { "0" })
+    }
+
+    /// The recorded text as the kernel formats it (`trace`, header included).
+    pub fn read_trace(&self) -> Result<String, HostError> {
+        let path = self.dir.join("trace");
+        fs::read_to_string(&path).map_err(|e| HostError::new(format!("reading {}", path.display()), e))
+    }
+
+    fn write(&self, file: &str, value: &str) -> Result<(), HostError> {
+        let path = self.dir.join(file);
+        fs::write(&path, value).map_err(|e| HostError::new(format!("writing '{value}' to {}", path.display()), e))
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if self.dir.exists() {
+            let _ = self.write("tracing_on", "0");
+            // rmdir of an instance frees its buffers; the kernel refuses while a
+            // file in it is open, and nothing here keeps one open.
+            let _ = fs::remove_dir(&self.dir);
+        }
+        if let Some(mount) = &self.mounted_by_us {
+            let _ = unmount(mount);
+        }
+    }
+}
+
+/// The tracefs mount point from /proc/mounts, if any.
+fn find_mount() -> Option<PathBuf> {
+    let mounts = fs::read_to_string("/proc/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (_dev, dir, kind) = (f.next()?, f.next()?, f.next()?);
+        (kind == "tracefs").then(|| PathBuf::from(dir))
+    })
+}
+
+fn c_path(p: &Path) -> std::ffi::CString {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes()).expect("paths from this module have no NUL")
+}
+
+fn mount_tracefs(at: &Path) -> Result<(), HostError> {
+    let target = c_path(at);
+    // SAFETY: plain system call with NUL-terminated strings that outlive it.
+    let rc = unsafe { libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null()) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(HostError::new(
+            format!("mounting tracefs at {}", at.display()),
+            format!("{e} (recording needs root, or tracefs mounted and writable)"),
+        ));
+    }
+    Ok(())
+}
+
+fn unmount(at: &Path) -> std::io::Result<()> {
+    let target = c_path(at);
+    // SAFETY: plain system call.
+    if unsafe { libc::umount(target.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Removes `schedlab-<pid>` instances whose pid no longer runs.
+fn remove_stale_instances(instances: &Path) {
+    let Ok(entries) = fs::read_dir(instances) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(INSTANCE_PREFIX)).and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if !pid_alive(pid) {
+            let _ = fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Whether a process with this pid exists (kill with signal 0).
+pub fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_pid_is_alive_and_pid_zero_is_not() {
+        assert!(pid_alive(std::process::id() as i32));
+        assert!(!pid_alive(0));
+        assert!(!pid_alive(-1));
+    }
+
+    #[test]
+    fn stale_instances_of_dead_pids_are_removed_and_others_kept() {
+        let dir = std::env::temp_dir().join(format!("schedlab-stale-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        // pid_max is at most 2^22 on Linux: this pid cannot run.
+        let dead = dir.join("schedlab-4194305");
+        let alive = dir.join(format!("schedlab-{}", std::process::id()));
+        let other = dir.join("someone-else");
+        for d in [&dead, &alive, &other] {
+            fs::create_dir(d).unwrap();
+        }
+        remove_stale_instances(&dir);
+        assert!(!dead.exists());
+        assert!(alive.exists() && other.exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
