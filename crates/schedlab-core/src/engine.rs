@@ -778,6 +778,11 @@ impl Engine {
         let prev_runnable = prev.filter(|&p| self.sys.tasks[p].state == TaskState::Running);
         let next = self.policy.pick_next_task(&mut self.sys, cpu, prev_runnable);
         self.process_requests();
+        if self.cfg.check {
+            if let Some(what) = self.policy.check_invariants(cpu) {
+                self.violation(what);
+            }
+        }
         // clear_tsk_need_resched(prev) comes after the pick in __schedule(): a
         // reschedule asked while pulling work onto this CPU is satisfied by this pick.
         self.sys.need_resched[cpu] = false;

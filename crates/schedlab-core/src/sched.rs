@@ -127,6 +127,12 @@ pub trait SchedClass {
     /// The `cpu.shares` of group `g` changed (`sched_group_set_shares()`).
     fn group_shares_changed(&mut self, _sys: &mut System, _g: usize) {}
 
+    /// `--check`: the policy's own invariants on `cpu`, recomputed independently
+    /// of its incremental bookkeeping, after every pick. None = all hold.
+    fn check_invariants(&self, _cpu: usize) -> Option<String> {
+        None
+    }
+
     /// Runnable tasks on `cpu` including the running one (`rq->nr_running`).
     fn nr_running(&self, cpu: usize) -> usize;
 

@@ -16,6 +16,9 @@ pub const POLICIES: &[(&str, &str)] = &[
     ("cfs@4.19", "Linux CFS as of v4.19; features: +STEAL (Sistare 2018), +NO_<feature> for features.h switches"),
     ("cfs@5.10", "Linux CFS as of v5.10; features: +NUMA_FORK_SPREAD (Gorman 2020), +NO_LOAD_RESOLUTION"),
     ("cfs@5.15", "Linux CFS as of v5.15; features: +SCALE_WAKEUP_GRAN (Gorman 2021), +NO_LOAD_RESOLUTION"),
+    ("eevdf@6.6", "Linux EEVDF as of v6.6: lag placement, eligibility, earliest virtual deadline, RUN_TO_PARITY"),
+    ("eevdf@6.12", "Linux EEVDF as of v6.12: + DELAY_DEQUEUE, PREEMPT_SHORT, PLACE_REL_DEADLINE (+NO_<feature> to switch off)"),
+    ("eevdf@6.18", "Linux EEVDF as of v6.18: + protected slice (vprot), 0.70 ms base slice, PICK_BUDDY, forfeiting yield"),
     ("ule@pre", "FreeBSD ULE before D12130 (11.1): idle steal under spinlock_enter(); tunables --sysctl kern.sched.*"),
     ("ule@post", "FreeBSD ULE after D12130 (11.2/12.0): interruptible idle steal, switch-out trysteal"),
     ("4bsd", "FreeBSD 4BSD (sched_4bsd.c, 11/12): one global run queue, estcpu decay; --sysctl kern.sched.quantum|slice"),
@@ -36,6 +39,7 @@ pub fn policy_by_name(name: &str, sysctls: &[(String, String)]) -> Result<Box<dy
             Ok(Box::new(fifo::GlobalFifo::new(sysctls)?))
         }
         b if b.starts_with("cfs@") => Ok(Box::new(cfs::Cfs::new(&b[4..], features, sysctls)?)),
+        b if b.starts_with("eevdf@") => Ok(Box::new(cfs::Cfs::new_eevdf(&b[6..], features, sysctls)?)),
         "4bsd" => {
             if let Some(f) = features {
                 return Err(SpecError::new("policy feature", f, "no features for 4bsd"));

@@ -273,7 +273,7 @@ impl Cfs {
                 return (0, true);
             }
         }
-        let v515 = self.version == KernelVersion::V5_15;
+        let v515 = self.version >= KernelVersion::V5_15;
         let mut active = false;
         if moved == 0 {
             let sd = &mut self.doms[this_cpu].domains[sd_idx];
@@ -426,7 +426,7 @@ impl Cfs {
         let (mut busiest_load, mut busiest_capacity, mut busiest_util, mut busiest_nr) = (0u64, 1u64, 0u64, 0usize);
         for i in span.iter() {
             let nr = self.rq[i].cfs.h_nr_running;
-            if nr == 0 && version == KernelVersion::V5_15 {
+            if nr == 0 && version >= KernelVersion::V5_15 {
                 continue;
             }
             let capacity = self.rq[i].cpu_capacity;

@@ -65,6 +65,15 @@ pub enum KernelVersion {
     /// As v5.10, plus `sched_init_numa()` over the whole distance table and
     /// `find_descended_sibling()` for NUMA groups.
     V5_15,
+    /// EEVDF (`eevdf@6.6`): the domains and balancer of v5.15; entity timing in
+    /// `eevdf.rs`. The tree is ordered by vruntime.
+    V6_6,
+    /// `eevdf@6.12`: "Complete EEVDF": delayed dequeue, PREEMPT_SHORT, custom
+    /// slices, PLACE_REL_DEADLINE; the tree ordered by deadline.
+    V6_12,
+    /// `eevdf@6.18`: the protected slice (`vprot`), a 0.70 ms base slice, PICK_BUDDY,
+    /// `h_nr_runnable` in the balancer, yield that forfeits.
+    V6_18,
 }
 
 impl KernelVersion {
@@ -75,13 +84,36 @@ impl KernelVersion {
             KernelVersion::V4_19 => "4.19",
             KernelVersion::V5_10 => "5.10",
             KernelVersion::V5_15 => "5.15",
+            KernelVersion::V6_6 => "6.6",
+            KernelVersion::V6_12 => "6.12",
+            KernelVersion::V6_18 => "6.18",
         }
     }
 
+    /// A CFS version (`cfs@…`).
     pub fn parse(s: &str) -> Option<KernelVersion> {
         [KernelVersion::V3_0, KernelVersion::V4_19, KernelVersion::V5_10, KernelVersion::V5_15]
             .into_iter()
             .find(|v| v.name() == s)
+    }
+
+    /// An EEVDF version (`eevdf@…`).
+    pub fn parse_eevdf(s: &str) -> Option<KernelVersion> {
+        [KernelVersion::V6_6, KernelVersion::V6_12, KernelVersion::V6_18].into_iter().find(|v| v.name() == s)
+    }
+
+    /// EEVDF entity timing (v6.6+) instead of CFS's.
+    pub fn eevdf(self) -> bool {
+        self >= KernelVersion::V6_6
+    }
+
+    /// The policy family as written in a policy name.
+    pub fn family(self) -> &'static str {
+        if self.eevdf() {
+            "eevdf"
+        } else {
+            "cfs"
+        }
     }
 
     /// Before the v5.5 balancer rework: `SD_LOAD_BALANCE`, load indexes, `smt_gain`.
@@ -398,7 +430,7 @@ fn numa_distances(topo: &Topology, version: KernelVersion) -> Option<Vec<u32>> {
                 }
             }
         }
-        KernelVersion::V5_15 => {
+        _ => {
             for a in 0..nodes {
                 for b in 0..nodes {
                     let d = node_distance(topo, a, b);
@@ -598,7 +630,7 @@ fn overlap_groups(
             continue;
         }
         let mut sibling = level;
-        if version == KernelVersion::V5_15 && sibling > 0 && !chain[sibling - 1].span.is_subset(span) {
+        if version >= KernelVersion::V5_15 && sibling > 0 && !chain[sibling - 1].span.is_subset(span) {
             while sibling > 0 && !chain[sibling - 1].span.is_subset(span) {
                 sibling -= 1;
             }

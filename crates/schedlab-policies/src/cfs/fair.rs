@@ -39,6 +39,24 @@ pub struct Se {
     pub mru_key: u64,
     /// Key in the timeline while queued and not running.
     pub tree_key: Option<(u64, u64)>,
+    /// EEVDF (v6.6+): the virtual deadline, `vruntime` + the slice in virtual time.
+    pub deadline: u64,
+    /// EEVDF: the slice this entity requests (`se->slice`), ns.
+    pub slice_ns: u64,
+    /// EEVDF: `se->vlag`, V - vruntime saved at dequeue; v6.6/v6.12 also store the
+    /// deadline here while the entity runs protected (RUN_TO_PARITY).
+    pub vlag: i64,
+    /// EEVDF v6.18: `se->vprot`, the vruntime up to which the running entity is
+    /// protected.
+    pub vprot: u64,
+    /// v6.12+: `se->custom_slice` (sched_attr.sched_runtime was set).
+    pub custom_slice: bool,
+    /// v6.12+: `se->rel_deadline`: `deadline` holds deadline - vruntime.
+    pub rel_deadline: bool,
+    /// v6.12+: `se->sched_delayed`: asleep but still queued (DELAY_DEQUEUE).
+    pub sched_delayed: bool,
+    /// Key in the EEVDF deadline index while in the tree.
+    pub dl_key: Option<(u64, u64)>,
 }
 
 impl Se {
@@ -59,6 +77,14 @@ impl Se {
             recent_used_cpu: 0,
             mru_key: 0,
             tree_key: None,
+            deadline: 0,
+            slice_ns: 0,
+            vlag: 0,
+            vprot: 0,
+            custom_slice: false,
+            rel_deadline: false,
+            sched_delayed: false,
+            dl_key: None,
         }
     }
 }
@@ -68,6 +94,13 @@ impl Se {
 pub struct CfsRq {
     /// The rbtree: (vruntime, insertion order, entity). Equal keys go right.
     pub timeline: BTreeSet<(u64, u64, Ent)>,
+    /// EEVDF: the same entities by (deadline, insertion order), the order v6.12's
+    /// tree uses and where `pick_eevdf()` finds the earliest eligible deadline.
+    pub by_deadline: BTreeSet<(u64, u64, Ent)>,
+    /// EEVDF: `cfs_rq->avg_vruntime`, Σ (vruntime - min_vruntime) · weight over the
+    /// tree (the running entity is added on the fly), and `avg_load`, Σ weight.
+    pub avg_vruntime: i128,
+    pub avg_load: u64,
     pub curr: Option<Ent>,
     /// Entities queued here (tasks and group entities).
     pub nr_running: usize,
@@ -122,6 +155,34 @@ pub struct Rq {
     pub nohz_kick: bool,
     /// The task this CPU's levels last picked (`rq->curr` for the fair class).
     pub curr_task: Option<TaskId>,
+    /// EEVDF: a `resched_curr()` asked inside a hook, for `flush_resched()`.
+    pub resched_pending: bool,
+    /// v6.12+: tasks asleep but still queued here (delayed dequeue). They count in
+    /// `h_nr_running` (as in v6.12) but not in what the engine sees as runnable.
+    pub nr_delayed: usize,
+}
+
+/// How an entity enters its cfs_rq (`ENQUEUE_WAKEUP`, `ENQUEUE_MIGRATED`,
+/// `ENQUEUE_INITIAL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EnqueueFlags {
+    pub wakeup: bool,
+    pub migrated: bool,
+    pub initial: bool,
+}
+
+/// How an entity leaves its cfs_rq (the kernel's `DEQUEUE_*` flags that decide).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DequeueKind {
+    /// Not a sleep (`DEQUEUE_SAVE`/`MOVE`): migration, group change, reweight.
+    Save,
+    /// A task going to sleep (`DEQUEUE_SLEEP`): v6.12+ may delay it.
+    Sleep,
+    /// A sleep that must not be delayed (`DEQUEUE_SPECIAL`: an exiting task), or a
+    /// parent level leaving after its last child.
+    Special,
+    /// The final dequeue of a delayed task (`DEQUEUE_SLEEP | DEQUEUE_DELAYED`).
+    Delayed,
 }
 
 /// The model: `cfs@4.19` with features.
@@ -156,6 +217,8 @@ pub struct Cfs {
     pub steal_enabled: bool,
     /// `--sysctl` settings, applied over the boot values once the CPU count is known.
     pending_sysctls: Vec<(String, String)>,
+    /// EEVDF: CPUs with `resched_pending` set.
+    pub resched_cpus: Vec<usize>,
 }
 
 /// Where every cfs_rq's min_vruntime starts. The kernel starts just below 2^64 to
@@ -173,6 +236,27 @@ impl Cfs {
         let Some(version) = KernelVersion::parse(version) else {
             return Err(SpecError::new("cfs version", version, "a modelled version: 3.0, 4.19, 5.10 or 5.15"));
         };
+        Cfs::with_version(version, features, sysctls)
+    }
+
+    /// `eevdf@6.6`, `eevdf@6.12` or `eevdf@6.18` with features and sysctls.
+    pub fn new_eevdf(version: &str, features: Option<&str>, sysctls: &[(String, String)]) -> Result<Cfs, SpecError> {
+        let Some(version) = KernelVersion::parse_eevdf(version) else {
+            return Err(SpecError::new("eevdf version", version, "a modelled version: 6.6, 6.12 or 6.18"));
+        };
+        Cfs::with_version(version, features, sysctls)
+    }
+
+    /// The base slice before CPU scaling: 0.75 ms, 0.70 ms from v6.15.
+    pub fn normalized_base_slice_ns(version: KernelVersion) -> Option<u64> {
+        match version {
+            v if v >= KernelVersion::V6_18 => Some(super::sysctl::NORMALIZED_BASE_SLICE_V615_NS),
+            v if v.eevdf() => Some(super::sysctl::NORMALIZED_BASE_SLICE_NS),
+            _ => None,
+        }
+    }
+
+    fn with_version(version: KernelVersion, features: Option<&str>, sysctls: &[(String, String)]) -> Result<Cfs, SpecError> {
         let mut feat = Features::for_version(version);
         if let Some(f) = features {
             feat.apply(f)?;
@@ -180,7 +264,7 @@ impl Cfs {
         // Sysctls are checked now against a placeholder CPU count; init() re-applies
         // them over the real boot values.
         let res = if feat.load_resolution { LoadRes::HIGH } else { LoadRes::LOW };
-        let mut probe = Sysctls::boot(1);
+        let mut probe = Sysctls::boot_with(1, Cfs::normalized_base_slice_ns(version));
         probe.apply(sysctls)?;
         Ok(Cfs {
             version,
@@ -204,6 +288,7 @@ impl Cfs {
             steal_node_limit: 2,
             steal_enabled: false,
             pending_sysctls: sysctls.to_vec(),
+            resched_cpus: Vec::new(),
         })
     }
 
@@ -240,6 +325,10 @@ impl Cfs {
         se.exec_start_ns = now;
         se.sum_exec_runtime_ns += delta;
         se.vruntime += calc_delta_fair(delta, &mut se.load, res);
+        if self.version.eevdf() {
+            self.update_curr_eevdf(q, cpu, curr);
+            return;
+        }
         if self.version == KernelVersion::V3_0 {
             self.cfs_mut(q, cpu).load_unacc_exec_ns += delta;
         }
@@ -254,6 +343,10 @@ impl Cfs {
 
     /// `update_min_vruntime()` (v4.19 L496): monotonic max of min(curr, leftmost).
     pub fn update_min_vruntime(&mut self, q: usize, cpu: usize) {
+        if self.version.eevdf() {
+            self.update_min_vruntime_eevdf(q, cpu);
+            return;
+        }
         let cfs = self.cfs(q, cpu);
         let mut vruntime = cfs.min_vruntime;
         let curr = cfs.curr.filter(|&c| self.ent(c).on_rq);
@@ -309,6 +402,10 @@ impl Cfs {
     /// `place_entity()` (v4.19 L3772): START_DEBIT for new tasks, half-latency
     /// sleeper credit (GENTLE_FAIR_SLEEPERS) for wakeups, never backwards.
     pub fn place_entity(&mut self, q: usize, cpu: usize, e: Ent, initial: bool) {
+        if self.version.eevdf() {
+            self.place_entity_eevdf(q, cpu, e, initial);
+            return;
+        }
         let mut vruntime = self.cfs(q, cpu).min_vruntime;
         if initial && self.feat.start_debit {
             vruntime += self.sched_vslice(cpu, e);
@@ -324,20 +421,35 @@ impl Cfs {
         se.vruntime = se.vruntime.max(vruntime);
     }
 
-    fn tree_insert(&mut self, q: usize, cpu: usize, e: Ent) {
+    /// `__enqueue_entity()`; EEVDF also adds the entity to the weighted sums
+    /// (`avg_vruntime_add()`) and the deadline index.
+    pub fn tree_insert(&mut self, q: usize, cpu: usize, e: Ent) {
         self.tree_seq += 1;
         let key = (self.ent(e).vruntime, self.tree_seq);
         self.ent_mut(e).tree_key = Some(key);
         self.cfs_mut(q, cpu).timeline.insert((key.0, key.1, e));
-    }
-
-    fn tree_remove(&mut self, q: usize, cpu: usize, e: Ent) {
-        if let Some((v, s)) = self.ent_mut(e).tree_key.take() {
-            self.cfs_mut(q, cpu).timeline.remove(&(v, s, e));
+        if self.version.eevdf() {
+            self.avg_vruntime_add(q, cpu, e);
+            let dl = (self.ent(e).deadline, self.tree_seq);
+            self.ent_mut(e).dl_key = Some(dl);
+            self.cfs_mut(q, cpu).by_deadline.insert((dl.0, dl.1, e));
         }
     }
 
-    fn mru_touch(&mut self, cpu: usize, p: TaskId) {
+    /// `__dequeue_entity()`.
+    pub fn tree_remove(&mut self, q: usize, cpu: usize, e: Ent) {
+        if let Some((v, s)) = self.ent_mut(e).tree_key.take() {
+            self.cfs_mut(q, cpu).timeline.remove(&(v, s, e));
+            if self.version.eevdf() {
+                self.avg_vruntime_sub(q, cpu, e);
+            }
+        }
+        if let Some((d, s)) = self.ent_mut(e).dl_key.take() {
+            self.cfs_mut(q, cpu).by_deadline.remove(&(d, s, e));
+        }
+    }
+
+    pub(crate) fn mru_touch(&mut self, cpu: usize, p: TaskId) {
         let cfs = &mut self.rq[cpu].cfs;
         cfs.cfs_tasks.remove(&self.se[p].mru_key);
         self.mru_seq += 1;
@@ -402,9 +514,16 @@ impl Cfs {
     }
 
     /// `enqueue_entity()` (v4.19 L3857) of `e` on group `q`'s cfs_rq on `cpu`.
-    fn enqueue_entity(&mut self, q: usize, cpu: usize, e: Ent, wakeup: bool, migrated: bool, now: u64) {
-        let renorm = !wakeup || migrated;
+    /// EEVDF (v6.6 L5204) keeps no relative vruntimes: every enqueue is placed by
+    /// lag (`initial` for a new task), the running entity before `update_curr()`.
+    fn enqueue_entity(&mut self, q: usize, cpu: usize, e: Ent, flags: EnqueueFlags, now: u64) {
+        let EnqueueFlags { wakeup, migrated, initial } = flags;
+        let eevdf = self.version.eevdf();
+        let renorm = (!wakeup || migrated) && !eevdf;
         let is_curr = self.cfs(q, cpu).curr == Some(e);
+        if eevdf && is_curr {
+            self.place_entity(q, cpu, e, initial);
+        }
         if renorm && is_curr {
             let min = self.cfs(q, cpu).min_vruntime;
             let se = self.ent_mut(e);
@@ -443,8 +562,12 @@ impl Cfs {
         cfs.runnable_weight += w;
         cfs.avg.enqueue_runnable_load(&avg, runnable);
         cfs.load.add(w);
-        cfs.nr_running += 1;
-        if wakeup {
+        if eevdf && !is_curr {
+            // Placed before account_entity_enqueue(): nr_running does not count it yet.
+            self.place_entity(q, cpu, e, initial);
+        }
+        self.cfs_mut(q, cpu).nr_running += 1;
+        if wakeup && !eevdf {
             self.place_entity(q, cpu, e, false);
         }
         if !is_curr {
@@ -454,8 +577,23 @@ impl Cfs {
     }
 
     /// `dequeue_entity()` (v4.19 L3957) of `e` from group `q`'s cfs_rq on `cpu`.
-    fn dequeue_entity(&mut self, q: usize, cpu: usize, e: Ent, sleep: bool, now: u64) {
+    /// EEVDF saves the lag instead of a relative vruntime; v6.12+ keeps an
+    /// ineligible sleeping task queued (DELAY_DEQUEUE, false returned) and, for a
+    /// non-sleep dequeue, the deadline relative to vruntime (PLACE_REL_DEADLINE).
+    /// `delayed`: the final dequeue of a delayed task (`DEQUEUE_DELAYED`).
+    fn dequeue_entity(&mut self, q: usize, cpu: usize, e: Ent, kind: DequeueKind, now: u64) -> bool {
         self.update_curr(q, cpu, now);
+        let eevdf = self.version.eevdf();
+        let sleep = kind != DequeueKind::Save;
+        let delayed = kind == DequeueKind::Delayed;
+        if eevdf && kind == DequeueKind::Sleep && self.feat.delay_dequeue && matches!(e, Ent::Task(_)) {
+            self.clear_buddies(q, cpu, e);
+            if !self.entity_eligible(q, cpu, e) {
+                self.update_load_avg_se(q, cpu, Some(e), now);
+                self.ent_mut(e).sched_delayed = true;
+                return false;
+            }
+        }
         if self.version == KernelVersion::V3_0 {
             self.update_cfs_load_v30(q, cpu, now, false);
         }
@@ -469,6 +607,14 @@ impl Cfs {
             cfs.avg.dequeue_runnable_load(&avg, runnable);
         }
         self.clear_buddies(q, cpu, e);
+        if eevdf {
+            self.update_entity_lag(q, cpu, e);
+            if !sleep && self.feat.place_rel_deadline {
+                let se = self.ent_mut(e);
+                se.deadline = se.deadline.wrapping_sub(se.vruntime);
+                se.rel_deadline = true;
+            }
+        }
         if self.cfs(q, cpu).curr != Some(e) {
             self.tree_remove(q, cpu, e);
         }
@@ -480,29 +626,45 @@ impl Cfs {
             let key = self.se[p].mru_key;
             self.rq[cpu].cfs.cfs_tasks.remove(&key);
         }
-        if !sleep {
+        if !sleep && !eevdf {
             let min = self.cfs(q, cpu).min_vruntime;
             let se = self.ent_mut(e);
             se.vruntime = se.vruntime.wrapping_sub(min);
         }
         self.update_cfs_group(e, now);
         self.update_min_vruntime(q, cpu);
+        if delayed {
+            // finish_delayed_dequeue_entity(): DELAY_ZERO drops the positive lag
+            // the task earned while it waited to become eligible.
+            let zero = self.feat.delay_zero;
+            let se = self.ent_mut(e);
+            se.sched_delayed = false;
+            if zero && se.vlag > 0 {
+                se.vlag = 0;
+            }
+        }
+        true
     }
 
     /// `enqueue_task_fair()` (v4.19 L5105): the task's entity, then every ancestor
     /// not yet queued (as wakeups), then the rest of the path's counts and loads;
     /// plus the STEAL overload bookkeeping.
     pub fn enqueue_task_fair(&mut self, cpu: usize, p: TaskId, wakeup: bool, migrated: bool, now: u64) {
+        self.enqueue_task_fair_flags(cpu, p, wakeup, migrated, false, now);
+    }
+
+    /// `enqueue_task_fair()` with ENQUEUE_INITIAL (a new task, v6.12+).
+    pub fn enqueue_task_fair_flags(&mut self, cpu: usize, p: TaskId, wakeup: bool, migrated: bool, initial: bool, now: u64) {
         let mut at = Some(Ent::Task(p));
-        let (mut wakeup, mut migrated) = (wakeup, migrated);
+        let (mut wakeup, mut migrated, mut initial) = (wakeup, migrated, initial);
         while let Some(e) = at {
             if self.ent(e).on_rq {
                 break;
             }
             let q = self.q_of(e);
-            self.enqueue_entity(q, cpu, e, wakeup, migrated, now);
+            self.enqueue_entity(q, cpu, e, EnqueueFlags { wakeup, migrated, initial }, now);
             self.cfs_mut(q, cpu).h_nr_running += 1;
-            (wakeup, migrated) = (true, false);
+            (wakeup, migrated, initial) = (true, false, false);
             at = self.parent_ent(e, cpu);
         }
         while let Some(e) = at {
@@ -528,11 +690,32 @@ impl Cfs {
     /// whose cfs_rq it leaves empty; a sleeping task makes its still-busy parent
     /// the next buddy.
     pub fn dequeue_task_fair(&mut self, cpu: usize, p: TaskId, sleep: bool, now: u64) {
+        let kind = if sleep { DequeueKind::Special } else { DequeueKind::Save };
+        self.dequeue_task_fair_flags(cpu, p, kind, now);
+    }
+
+    /// `dequeue_task_fair()` / v6.12 `dequeue_entities()`. A task whose dequeue is
+    /// delayed stays counted at every level (v6.12 counts delayed tasks in
+    /// `h_nr_running`) and leaves the balancer's list; `delayed` is the later
+    /// final dequeue of such a task (`DEQUEUE_DELAYED`), when it is picked.
+    pub fn dequeue_task_fair_flags(&mut self, cpu: usize, p: TaskId, kind: DequeueKind, now: u64) {
         let mut at = Some(Ent::Task(p));
+        let sleep = kind != DequeueKind::Save;
+        let delayed = kind == DequeueKind::Delayed;
         let mut flag_sleep = sleep;
+        let mut first_kind = kind;
         while let Some(e) = at {
             let q = self.q_of(e);
-            self.dequeue_entity(q, cpu, e, flag_sleep, now);
+            let this_kind = if flag_sleep && first_kind == DequeueKind::Save { DequeueKind::Special } else { first_kind };
+            if !self.dequeue_entity(q, cpu, e, this_kind, now) {
+                let key = self.se[p].mru_key;
+                self.rq[cpu].cfs.cfs_tasks.remove(&key);
+                self.rq[cpu].nr_delayed += 1;
+                self.nr_total -= 1;
+                return;
+            }
+            // Levels above leave as sleeps (DEQUEUE_SLEEP), never delayed here.
+            first_kind = DequeueKind::Special;
             self.cfs_mut(q, cpu).h_nr_running -= 1;
             if self.cfs(q, cpu).load.weight > 0 {
                 at = self.parent_ent(e, cpu);
@@ -553,7 +736,12 @@ impl Cfs {
             self.update_cfs_group(e, now);
             at = self.parent_ent(e, cpu);
         }
-        self.nr_total -= 1;
+        if delayed {
+            // Already out of the runnable count since its dequeue was delayed.
+            self.rq[cpu].nr_delayed -= 1;
+        } else {
+            self.nr_total -= 1;
+        }
         if self.rq[cpu].cfs.h_nr_running == 1 {
             self.overload_clear(cpu);
         }
@@ -571,7 +759,7 @@ impl Cfs {
 
     /// `clear_buddies()` (v4.19 L3921): a buddy pointing at `e` is cleared, and so
     /// are the ones pointing at its ancestors up the same chain.
-    fn clear_buddies(&mut self, q: usize, cpu: usize, e: Ent) {
+    pub(crate) fn clear_buddies(&mut self, q: usize, cpu: usize, e: Ent) {
         let cfs = self.cfs(q, cpu);
         let (last, next, skip) = (cfs.last == Some(e), cfs.next == Some(e), cfs.skip == Some(e));
         for (hit, which) in [(last, 0), (next, 1), (skip, 2)] {
@@ -686,7 +874,7 @@ impl Cfs {
     }
 
     /// `set_next_entity()` (v4.19 L4052).
-    fn set_next_entity(&mut self, q: usize, cpu: usize, e: Ent, now: u64) {
+    pub(crate) fn set_next_entity(&mut self, q: usize, cpu: usize, e: Ent, now: u64) {
         if self.ent(e).on_rq {
             self.tree_remove(q, cpu, e);
             self.update_load_avg_se(q, cpu, Some(e), now);
@@ -698,7 +886,7 @@ impl Cfs {
     }
 
     /// `put_prev_entity()` (v4.19 L4134).
-    fn put_prev_entity(&mut self, q: usize, cpu: usize, e: Ent, now: u64) {
+    pub(crate) fn put_prev_entity(&mut self, q: usize, cpu: usize, e: Ent, now: u64) {
         if self.ent(e).on_rq {
             self.update_curr(q, cpu, now);
             self.tree_insert(q, cpu, e);
@@ -708,7 +896,7 @@ impl Cfs {
     }
 
     /// `put_prev_task_fair()`: every level of the task's chain.
-    fn put_prev_task_fair(&mut self, cpu: usize, p: TaskId, now: u64) {
+    pub(crate) fn put_prev_task_fair(&mut self, cpu: usize, p: TaskId, now: u64) {
         for e in self.chain(Ent::Task(p), cpu) {
             let q = self.q_of(e);
             if self.cfs(q, cpu).curr == Some(e) {
@@ -882,6 +1070,13 @@ impl Cfs {
             pse = self.parent_ent(pse, cpu).expect("chains meet at the root");
         }
         let q = self.q_of(se);
+        if self.version.eevdf() {
+            let preempt = self.wakeup_preempt_eevdf(q, cpu, se, pse, sys.now_ns);
+            // A slice that ended in update_curr() reschedules too.
+            let ended = self.take_resched(cpu);
+            self.flush_resched(sys);
+            return preempt || ended;
+        }
         self.update_curr(q, cpu, sys.now_ns);
         if self.wakeup_preempt_entity(Some((q, cpu)), se, pse) == 1 {
             // Bias the next pick towards the task that caused the preemption.
@@ -908,7 +1103,7 @@ impl Cfs {
         let n = topo.ncpus();
         self.tick_ns = tick_ns;
         let requested = std::mem::take(&mut self.pending_sysctls);
-        self.sysctl = Sysctls::boot(n);
+        self.sysctl = Sysctls::boot_with(n, Cfs::normalized_base_slice_ns(self.version));
         self.sysctl.apply(&requested).expect("validated in new()");
         self.doms = domains::build(topo, self.version);
         let nllc = self.doms.iter().map(|d| d.sd_llc_id).max().unwrap_or(0) + 1;
@@ -941,6 +1136,8 @@ impl Cfs {
                 active_balance_to: None,
                 nohz_kick: false,
                 curr_task: None,
+                resched_pending: false,
+                nr_delayed: 0,
             })
             .collect();
     }
@@ -948,7 +1145,7 @@ impl Cfs {
 
 impl SchedClass for Cfs {
     fn name(&self) -> String {
-        format!("cfs@{}{}", self.version.name(), self.feat.suffix())
+        format!("{}@{}{}", self.version.family(), self.version.name(), self.feat.suffix())
     }
 
     fn init(&mut self, sys: &mut System) {
@@ -976,6 +1173,16 @@ impl SchedClass for Cfs {
         let q = sys.tasks[p].group;
         self.task_group[p] = q;
         self.update_curr(q, cpu, now);
+        if self.version.eevdf() {
+            // task_fork_fair() of v6.6 places the child on the parent's queue, but
+            // wake_up_new_task() places it again where it lands, without
+            // ENQUEUE_INITIAL; v6.12 places it only there, with it. Either way it
+            // starts with zero lag and the base slice.
+            self.se[p].slice_ns = self.sysctl.base_slice_ns;
+            self.se[p].rq_cpu = usize::MAX;
+            self.flush_resched(sys);
+            return;
+        }
         if let Some(curr) = self.cfs(q, cpu).curr {
             self.se[p].vruntime = self.ent(curr).vruntime;
         }
@@ -987,6 +1194,10 @@ impl SchedClass for Cfs {
     }
 
     fn select_task_rq(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, waker_cpu: usize, flags: WakeFlags) -> usize {
+        if let Some(cpu) = self.delayed_on(p) {
+            // ttwu_runnable(): still queued there, woken in place.
+            return cpu;
+        }
         self.select_task_rq_fair(sys, p, prev_cpu, waker_cpu, flags)
     }
 
@@ -997,10 +1208,22 @@ impl SchedClass for Cfs {
         let from = self.se[p].rq_cpu;
         let migrated = wakeup && from != cpu && from != usize::MAX;
         let q = self.task_group[p];
+        if wakeup && self.se[p].sched_delayed {
+            // ttwu_runnable() → enqueue_task(ENQUEUE_DELAYED): requeue_delayed_entity().
+            self.requeue_delayed_entity(q, cpu, Ent::Task(p));
+            self.rq[cpu].nr_delayed -= 1;
+            self.nr_total += 1;
+            self.mru_touch(cpu, p);
+            self.flush_resched(sys);
+            return;
+        }
         if migrated {
-            // migrate_task_rq_fair(): vruntime relative to the old queue, load detached.
-            let min = self.cfs(q, from).min_vruntime;
-            self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
+            // migrate_task_rq_fair(): vruntime relative to the old queue (CFS only:
+            // EEVDF carries the lag), load detached.
+            if !self.version.eevdf() {
+                let min = self.cfs(q, from).min_vruntime;
+                self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
+            }
             self.detach_load(from, p);
         }
         if reason == EnqueueReason::New {
@@ -1010,7 +1233,9 @@ impl SchedClass for Cfs {
             let w = self.se[p].load.weight;
             self.se[p].avg.post_init_util_avg(&cfs_avg, w);
         }
-        self.enqueue_task_fair(cpu, p, wakeup, migrated, now);
+        // v6.12 wake_up_new_task() enqueues with ENQUEUE_INITIAL; v6.6 lost it (see task_fork).
+        let initial = reason == EnqueueReason::New && self.version >= KernelVersion::V6_12;
+        self.enqueue_task_fair_flags(cpu, p, wakeup, migrated, initial, now);
         self.charge_overload_update(sys, cpu, was_overloaded);
         if wakeup {
             // ttwu_do_wakeup(): a wakeup onto an idle CPU updates its avg_idle.
@@ -1028,8 +1253,14 @@ impl SchedClass for Cfs {
 
     fn dequeue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: DequeueReason) {
         let was_overloaded = self.rq[cpu].cfs.h_nr_running >= 2;
-        self.dequeue_task_fair(cpu, p, reason != DequeueReason::Migrate, sys.now_ns);
+        let kind = match reason {
+            DequeueReason::Sleep => DequeueKind::Sleep,
+            DequeueReason::Migrate => DequeueKind::Save,
+            _ => DequeueKind::Special,
+        };
+        self.dequeue_task_fair_flags(cpu, p, kind, sys.now_ns);
         self.charge_overload_update(sys, cpu, was_overloaded);
+        self.flush_resched(sys);
         if reason == DequeueReason::Exit {
             self.detach_load(cpu, p);
         }
@@ -1046,6 +1277,11 @@ impl SchedClass for Cfs {
     /// task's chain is put back level by level; the pick descends from the root
     /// through group entities to a task.
     fn pick_next_task(&mut self, sys: &mut System, cpu: usize, _prev: Option<TaskId>) -> Option<TaskId> {
+        if self.version.eevdf() {
+            let next = self.pick_next_task_eevdf(sys, cpu);
+            self.flush_resched(sys);
+            return next;
+        }
         let now = sys.now_ns;
         if let Some(prev) = self.rq[cpu].curr_task.take() {
             // A blocked or exited task is already dequeued: its levels just let go.
@@ -1096,6 +1332,19 @@ impl SchedClass for Cfs {
     /// running task's chain.
     fn task_tick(&mut self, sys: &mut System, cpu: usize, curr: TaskId) -> bool {
         let now = sys.now_ns;
+        if self.version.eevdf() {
+            // entity_tick() of v6.6+: update_curr() decides (there is no
+            // check_preempt_tick()); the load signals as in v5.x.
+            for e in self.chain(Ent::Task(curr), cpu) {
+                let q = self.q_of(e);
+                self.update_curr(q, cpu, now);
+                self.update_load_avg_se(q, cpu, Some(e), now);
+                self.update_cfs_group(e, now);
+            }
+            let resched = self.take_resched(cpu);
+            self.flush_resched(sys);
+            return resched;
+        }
         let mut resched = false;
         for e in self.chain(Ent::Task(curr), cpu) {
             let q = self.q_of(e);
@@ -1131,6 +1380,11 @@ impl SchedClass for Cfs {
         let q = self.task_group[curr];
         self.clear_buddies(q, cpu, Ent::Task(curr));
         self.update_curr(q, cpu, sys.now_ns);
+        if self.version.eevdf() {
+            self.yield_eevdf(q, cpu, Ent::Task(curr));
+            self.flush_resched(sys);
+            return;
+        }
         self.set_skip_buddy(Ent::Task(curr), cpu);
     }
 
@@ -1142,6 +1396,7 @@ impl SchedClass for Cfs {
         let on_rq = self.se[p].on_rq;
         let now = sys.now_ns;
         let is_curr = self.cfs(q, cpu).curr == Some(Ent::Task(p));
+        let old_w = self.se[p].load.weight;
         if on_rq {
             self.update_curr(q, cpu, now);
             if !is_curr {
@@ -1153,6 +1408,15 @@ impl SchedClass for Cfs {
             cfs.runnable_weight = cfs.runnable_weight.saturating_sub(w);
         }
         self.se[p].load = LoadWeight::for_nice(sys.tasks[p].nice, self.res);
+        if self.version.eevdf() {
+            // reweight_entity() of v6.6+: the lag survives the new weight.
+            let new_w = self.se[p].load.weight;
+            if on_rq {
+                self.reweight_queued_eevdf(q, cpu, Ent::Task(p), old_w, new_w);
+            } else {
+                self.reweight_sleeping_eevdf(Ent::Task(p), old_w, new_w);
+            }
+        }
         if on_rq {
             let w = self.se[p].load.weight;
             let cfs = self.cfs_mut(q, cpu);
@@ -1171,6 +1435,10 @@ impl SchedClass for Cfs {
         self.sync_groups(sys);
         let now = sys.now_ns;
         let cpu = sys.tasks[p].cpu;
+        if self.se[p].sched_delayed {
+            // An asleep task still queued by DELAY_DEQUEUE leaves for good first.
+            self.dequeue_task_fair_flags(cpu, p, DequeueKind::Delayed, now);
+        }
         let queued = self.se[p].on_rq;
         let running = self.rq[cpu].curr_task == Some(p);
         if queued {
@@ -1182,7 +1450,8 @@ impl SchedClass for Cfs {
         // detach_task_cfs_rq(): a sleeping task's vruntime leaves relative to the
         // old cfs_rq (dequeue did that for a queued one) ...
         let old_q = self.task_group[p];
-        if !queued {
+        let eevdf = self.version.eevdf();
+        if !queued && !eevdf {
             let min = self.cfs(old_q, cpu).min_vruntime;
             self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
         }
@@ -1194,7 +1463,7 @@ impl SchedClass for Cfs {
         let new_q = self.task_group[p];
         if queued {
             self.enqueue_task_fair(cpu, p, false, false, now);
-        } else {
+        } else if !eevdf {
             // ... and attach_task_cfs_rq() makes it absolute in the new one.
             let min = self.cfs(new_q, cpu).min_vruntime;
             self.se[p].vruntime = self.se[p].vruntime.wrapping_add(min);
@@ -1213,7 +1482,14 @@ impl SchedClass for Cfs {
     }
 
     fn nr_running(&self, cpu: usize) -> usize {
-        self.rq[cpu].cfs.h_nr_running
+        self.rq[cpu].cfs.h_nr_running - self.rq[cpu].nr_delayed
+    }
+
+    fn check_invariants(&self, cpu: usize) -> Option<String> {
+        if self.version.eevdf() {
+            return self.check_eevdf(cpu);
+        }
+        None
     }
 
     fn nr_running_total(&self) -> usize {

@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 16] = [
+const NAMES: [&str; 24] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -23,6 +23,14 @@ const NAMES: [&str; 16] = [
     "WA_WEIGHT",
     "WA_BIAS",
     "LB_BIAS",
+    "PLACE_LAG",
+    "PLACE_DEADLINE_INITIAL",
+    "PLACE_REL_DEADLINE",
+    "RUN_TO_PARITY",
+    "PREEMPT_SHORT",
+    "DELAY_DEQUEUE",
+    "DELAY_ZERO",
+    "PICK_BUDDY",
 ];
 
 /// The fair-class features this model reads, with the defaults of one version.
@@ -65,6 +73,24 @@ pub struct Features {
     /// / `scale_load()`): a compile-time constant in the kernel, on for 64-bit
     /// builds since v3.0; off is a 32-bit kernel or the pre-2011 scale.
     pub load_resolution: bool,
+    /// EEVDF (v6.6+): keep a task's lag across sleep and migration (`place_entity()`).
+    pub place_lag: bool,
+    /// A new task's first deadline is half a slice away.
+    pub place_deadline_initial: bool,
+    /// v6.12+: a non-sleep dequeue keeps the deadline relative to vruntime.
+    pub place_rel_deadline: bool,
+    /// Keep the running task until it is ineligible or its slice (v6.17+: its
+    /// protected part) is used.
+    pub run_to_parity: bool,
+    /// v6.12+: a wakee with a shorter slice may cut the running task's protection.
+    pub preempt_short: bool,
+    /// v6.12+: an ineligible task that sleeps stays queued until it is eligible.
+    pub delay_dequeue: bool,
+    /// v6.12+: a delayed task leaves (or is woken) with positive lag clipped to 0.
+    pub delay_zero: bool,
+    /// v6.18: pick the next buddy if it is eligible (the buddy itself is set by a
+    /// group dequeue, or by NEXT_BUDDY).
+    pub pick_buddy: bool,
 }
 
 impl Features {
@@ -75,6 +101,8 @@ impl Features {
     /// features.h of `version`. The seed patches are off; NUMA_FORK_SPREAD is part
     /// of v5.15.
     pub fn for_version(version: KernelVersion) -> Features {
+        let eevdf = version.eevdf();
+        let v612 = version >= KernelVersion::V6_12;
         Features {
             version,
             start_debit: true,
@@ -84,16 +112,25 @@ impl Features {
             cache_hot_buddy: true,
             wakeup_preemption: true,
             sis_avg_cpu: false,
-            // v3.0 has no SIS_PROP scan limit and no wake_affine_idle().
-            sis_prop: version != KernelVersion::V3_0,
+            // v3.0 has no SIS_PROP scan limit and no wake_affine_idle(); v6.6 turned
+            // SIS_PROP off (SIS_UTIL on) and v6.12 removed it.
+            sis_prop: version != KernelVersion::V3_0 && !eevdf,
             wa_idle: version != KernelVersion::V3_0,
             wa_weight: true,
             wa_bias: true,
             lb_bias: version.pre_rework(),
             steal: false,
             scale_wakeup_gran: false,
-            numa_fork_spread: version == KernelVersion::V5_15,
+            numa_fork_spread: version >= KernelVersion::V5_15,
             load_resolution: true,
+            place_lag: eevdf,
+            place_deadline_initial: eevdf,
+            place_rel_deadline: v612,
+            run_to_parity: eevdf,
+            preempt_short: v612,
+            delay_dequeue: v612,
+            delay_zero: v612,
+            pick_buddy: version >= KernelVersion::V6_18,
         }
     }
 
@@ -103,12 +140,22 @@ impl Features {
     /// NUMA_FORK_SPREAD: 5.10-rc2 and merged in 5.11).
     fn exists(&self, name: &str) -> bool {
         use KernelVersion::*;
+        let eevdf = self.version.eevdf();
         match name {
+            // EEVDF's own switches, from the release that added them.
+            "PLACE_LAG" | "PLACE_DEADLINE_INITIAL" | "RUN_TO_PARITY" => eevdf,
+            "PLACE_REL_DEADLINE" | "PREEMPT_SHORT" | "DELAY_DEQUEUE" | "DELAY_ZERO" => self.version >= V6_12,
+            "PICK_BUDDY" => self.version >= V6_18,
+            // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
+            // seed patches that target one CFS kernel; SIS_PROP went in v6.12 and
+            // the v5.11 NUMA fork rule is unconditional since.
+            "START_DEBIT" | "GENTLE_FAIR_SLEEPERS" | "LAST_BUDDY" => !eevdf,
+            "SIS_PROP" if eevdf => self.version == V6_6,
             "LB_BIAS" => self.version.pre_rework(),
             "STEAL" => self.version == V4_19,
-            "SIS_AVG_CPU" => !matches!(self.version, V3_0 | V5_15),
+            "SIS_AVG_CPU" => matches!(self.version, V4_19 | V5_10),
             "SCALE_WAKEUP_GRAN" => self.version == V5_15,
-            "NUMA_FORK_SPREAD" => !self.version.pre_rework(),
+            "NUMA_FORK_SPREAD" => !self.version.pre_rework() && !eevdf,
             // Added after v3.0 (3.8-4.14): WA_* with wake_affine()'s split, SIS_* scan limits.
             "SIS_PROP" | "WA_IDLE" | "WA_WEIGHT" | "WA_BIAS" => self.version != V3_0,
             _ => true,
@@ -134,6 +181,14 @@ impl Features {
             "WA_WEIGHT" => &mut self.wa_weight,
             "WA_BIAS" => &mut self.wa_bias,
             "LB_BIAS" => &mut self.lb_bias,
+            "PLACE_LAG" => &mut self.place_lag,
+            "PLACE_DEADLINE_INITIAL" => &mut self.place_deadline_initial,
+            "PLACE_REL_DEADLINE" => &mut self.place_rel_deadline,
+            "RUN_TO_PARITY" => &mut self.run_to_parity,
+            "PREEMPT_SHORT" => &mut self.preempt_short,
+            "DELAY_DEQUEUE" => &mut self.delay_dequeue,
+            "DELAY_ZERO" => &mut self.delay_zero,
+            "PICK_BUDDY" => &mut self.pick_buddy,
             _ => return None,
         })
     }
@@ -153,7 +208,12 @@ impl Features {
                     return Err(SpecError::new(
                         "policy feature",
                         f,
-                        format!("a feature of cfs@{} ({}), optionally prefixed NO_", self.version.name(), known.join(", ")),
+                        format!(
+                            "a feature modelled for {}@{} ({}), optionally prefixed NO_; others are not modelled",
+                            self.version.family(),
+                            self.version.name(),
+                            known.join(", ")
+                        ),
                     ));
                 }
             }

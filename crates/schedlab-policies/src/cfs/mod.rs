@@ -10,6 +10,7 @@ pub mod balance;
 pub mod balance3;
 pub mod balance5;
 pub mod domains;
+pub mod eevdf;
 pub mod fair;
 pub mod features;
 pub mod group;

@@ -53,7 +53,7 @@ impl Cfs {
         if sync && self.rq[this_cpu].cfs.h_nr_running == 1 {
             return Some(this_cpu);
         }
-        if self.version == KernelVersion::V5_15 && self.available_idle_cpu(sys, prev_cpu) {
+        if self.version >= KernelVersion::V5_15 && self.available_idle_cpu(sys, prev_cpu) {
             return Some(prev_cpu);
         }
         None
@@ -175,7 +175,7 @@ impl Cfs {
             return self.find_idlest_cpu(sys, sd, p, cpu, prev_cpu, sd_flag);
         }
         if !fork {
-            if self.version == KernelVersion::V5_15 {
+            if self.version >= KernelVersion::V5_15 {
                 return self.select_idle_sibling_v515(sys, p, prev_cpu, new_cpu, cpu);
             }
             new_cpu = self.select_idle_sibling(sys, p, prev_cpu, new_cpu, cpu);

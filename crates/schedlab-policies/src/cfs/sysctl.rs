@@ -23,7 +23,19 @@ pub struct Sysctls {
     pub nr_migrate: u64,
     /// `sysctl_sched_child_runs_first`: 0.
     pub child_runs_first: bool,
+    /// EEVDF's `sysctl_sched_base_slice` (debugfs `base_slice_ns`): the normalized
+    /// base slice times the same factor. Only EEVDF reads it, and only EEVDF
+    /// accepts it; EEVDF has no latency or wakeup granularity.
+    pub base_slice_ns: u64,
+    /// Whether these are EEVDF's tunables (v6.6+) rather than CFS's.
+    pub eevdf: bool,
 }
+
+/// `normalized_sysctl_sched_base_slice` (fair.c v6.6 L75: 0.75 ms).
+pub const NORMALIZED_BASE_SLICE_NS: u64 = 750_000;
+/// From v6.15 (2ae891b82695 "sched: Reduce the default slice to avoid tasks
+/// getting an extra tick"): 0.70 ms; 6.18 has it.
+pub const NORMALIZED_BASE_SLICE_V615_NS: u64 = 700_000;
 
 /// Normalized defaults (fair.c top of file, v4.19).
 pub const NORMALIZED_LATENCY_NS: u64 = 6_000_000;
@@ -43,8 +55,15 @@ pub fn sysctl_factor(ncpus: usize, scaling: u64) -> u64 {
 impl Sysctls {
     /// Boot values on a machine with `ncpus` online CPUs.
     pub fn boot(ncpus: usize) -> Sysctls {
+        Sysctls::boot_with(ncpus, None)
+    }
+
+    /// Boot values; `normalized_base_slice_ns` given for an EEVDF kernel.
+    pub fn boot_with(ncpus: usize, normalized_base_slice_ns: Option<u64>) -> Sysctls {
         let f = sysctl_factor(ncpus, TUNABLESCALING_LOG);
         Sysctls {
+            base_slice_ns: f * normalized_base_slice_ns.unwrap_or(NORMALIZED_BASE_SLICE_NS),
+            eevdf: normalized_base_slice_ns.is_some(),
             latency_ns: f * NORMALIZED_LATENCY_NS,
             min_granularity_ns: f * NORMALIZED_MIN_GRANULARITY_NS,
             wakeup_granularity_ns: f * NORMALIZED_WAKEUP_GRANULARITY_NS,
@@ -60,6 +79,27 @@ impl Sysctls {
     pub fn apply(&mut self, settings: &[(String, String)]) -> Result<(), SpecError> {
         for (k, v) in settings {
             let val: u64 = v.parse().map_err(|_| SpecError::new(format!("sysctl {k}"), v, "a non-negative integer"))?;
+            if self.eevdf {
+                let slot = match k.as_str() {
+                    "base_slice_ns" => &mut self.base_slice_ns,
+                    "sched_migration_cost_ns" => &mut self.migration_cost_ns,
+                    "sched_nr_migrate" => &mut self.nr_migrate,
+                    _ => {
+                        return Err(SpecError::new(
+                            "sysctl",
+                            k,
+                            "an EEVDF tunable: base_slice_ns, sched_migration_cost_ns, sched_nr_migrate",
+                        ))
+                    }
+                };
+                // sched_update_scaling() takes any value; a slice under 0.1 ms is what
+                // sched_setattr() refuses for a custom slice, so keep the same floor.
+                if k == "base_slice_ns" && !(100_000..=100_000_000).contains(&val) {
+                    return Err(SpecError::new(format!("sysctl {k}"), v, "an integer from 100000 to 100000000"));
+                }
+                *slot = val;
+                continue;
+            }
             let slot = match k.as_str() {
                 "sched_latency_ns" => &mut self.latency_ns,
                 "sched_min_granularity_ns" => &mut self.min_granularity_ns,

@@ -1,0 +1,615 @@
+//! EEVDF entity timing (kernel/sched/fair.c v6.6, v6.12, v6.18): weighted average
+//! vruntime and lag, eligibility, virtual deadlines, `pick_eevdf()`, lag-preserving
+//! `place_entity()`, wakeup preemption with RUN_TO_PARITY / the protected slice and
+//! PREEMPT_SHORT, delayed dequeue, reweight and yield.
+//!
+//! What EEVDF shares with CFS stays where it is: weights and `calc_delta_fair()`
+//! (`weights.rs`), PELT (`pelt.rs`), group entities and shares (`group.rs`),
+//! domains (`domains.rs`), wakeup placement (`select.rs`, the v5.15 path) and the
+//! v5.x balancer (`balance5.rs`). `fair.rs` calls into this file wherever the
+//! kernel's fair.c of v6.6+ differs from v5.15's: where an entity is placed, which
+//! entity is picked, when the running one is preempted.
+//!
+//! Line references are to fair.c of each tag: v6.6 (`avg_vruntime` L651,
+//! `update_entity_lag` L700, `entity_eligible` L744, `__pick_eevdf` L881,
+//! `update_deadline` L1025, `reweight_eevdf` L3711, `place_entity` L5144,
+//! `check_preempt_wakeup` L8250, `yield_task_fair` L8526); v6.12
+//! (`vruntime_eligible` L726, `pick_eevdf` L907, `update_curr` L1216,
+//! `place_entity` L5266, `dequeue_entity` L5476, `requeue_delayed_entity` L6919,
+//! `check_preempt_wakeup_fair` L8764); v6.18 (`set_protect_slice` L884,
+//! `update_curr` L1207, `set_next_entity` L5464, `check_preempt_wakeup_fair` L8741,
+//! `yield_task_fair` L8994).
+
+use schedlab_core::sched::System;
+use schedlab_core::task::TaskId;
+
+use super::domains::KernelVersion;
+use super::fair::Cfs;
+use super::group::Ent;
+use super::weights::calc_delta_fair;
+
+/// `TICK_NSEC` floor of the lag clamp is the tick; the model's tick is `tick_ns`.
+impl Cfs {
+    /// `entity_key()`: `e`'s vruntime relative to its cfs_rq's `min_vruntime`.
+    pub fn entity_key(&self, q: usize, cpu: usize, e: Ent) -> i64 {
+        self.ent(e).vruntime.wrapping_sub(self.cfs(q, cpu).min_vruntime) as i64
+    }
+
+    /// The weight EEVDF averages with: `scale_load_down(se->load.weight)`.
+    fn avg_weight(&self, e: Ent) -> u64 {
+        self.se_weight(self.ent(e).load.weight)
+    }
+
+    /// `avg_vruntime_add()`: `e` enters the tree's weighted sums.
+    pub fn avg_vruntime_add(&mut self, q: usize, cpu: usize, e: Ent) {
+        let w = self.avg_weight(e);
+        let key = self.entity_key(q, cpu, e);
+        let cfs = self.cfs_mut(q, cpu);
+        cfs.avg_vruntime += i128::from(key) * i128::from(w);
+        cfs.avg_load += w;
+    }
+
+    /// `avg_vruntime_sub()`.
+    pub fn avg_vruntime_sub(&mut self, q: usize, cpu: usize, e: Ent) {
+        let w = self.avg_weight(e);
+        let key = self.entity_key(q, cpu, e);
+        let cfs = self.cfs_mut(q, cpu);
+        cfs.avg_vruntime -= i128::from(key) * i128::from(w);
+        cfs.avg_load -= w;
+    }
+
+    /// The sums `avg_vruntime()` and the eligibility test use: the tree's, plus
+    /// the running entity's if it is still queued (it is kept out of the tree).
+    fn avg_sums(&self, q: usize, cpu: usize) -> (i128, i128) {
+        let cfs = self.cfs(q, cpu);
+        let (mut avg, mut load) = (cfs.avg_vruntime, i128::from(cfs.avg_load));
+        if let Some(c) = cfs.curr.filter(|&c| self.ent(c).on_rq) {
+            let w = i128::from(self.avg_weight(c));
+            avg += i128::from(self.entity_key(q, cpu, c)) * w;
+            load += w;
+        }
+        (avg, load)
+    }
+
+    /// `avg_vruntime()`: V, the weighted average vruntime of the queued entities,
+    /// the division rounded towards minus infinity so that an entity exactly at V
+    /// is eligible. `min_vruntime` when nothing is queued.
+    pub fn avg_vruntime(&self, q: usize, cpu: usize) -> u64 {
+        let (mut avg, load) = self.avg_sums(q, cpu);
+        if load > 0 {
+            if avg < 0 {
+                avg -= load - 1;
+            }
+            avg /= load;
+        }
+        self.cfs(q, cpu).min_vruntime.wrapping_add(avg as i64 as u64)
+    }
+
+    /// `vruntime_eligible()` (v6.12; `entity_eligible()` in v6.6): lag >= 0, i.e.
+    /// `vruntime <= V`, tested without dividing: Σ key·w >= key(v)·Σ w.
+    pub fn vruntime_eligible(&self, q: usize, cpu: usize, vruntime: u64) -> bool {
+        let (avg, load) = self.avg_sums(q, cpu);
+        let key = vruntime.wrapping_sub(self.cfs(q, cpu).min_vruntime) as i64;
+        avg >= i128::from(key) * load
+    }
+
+    pub fn entity_eligible(&self, q: usize, cpu: usize, e: Ent) -> bool {
+        self.vruntime_eligible(q, cpu, self.ent(e).vruntime)
+    }
+
+    /// `update_entity_lag()`: `vlag = V - vruntime`, clamped to the lag of
+    /// `max(2 slices, one tick)` of real time in `e`'s virtual time.
+    pub fn update_entity_lag(&mut self, q: usize, cpu: usize, e: Ent) {
+        let lag = self.avg_vruntime(q, cpu).wrapping_sub(self.ent(e).vruntime) as i64;
+        let res = self.res;
+        let tick = self.tick_ns;
+        let se = self.ent_mut(e);
+        let limit = calc_delta_fair((2 * se.slice_ns).max(tick), &mut se.load, res) as i64;
+        se.vlag = lag.clamp(-limit, limit);
+    }
+
+    /// The slice `e` gets: its custom slice (v6.12+) or `sysctl_sched_base_slice`.
+    fn refresh_slice(&mut self, e: Ent) {
+        let base = self.sysctl.base_slice_ns;
+        let se = self.ent_mut(e);
+        if !se.custom_slice {
+            se.slice_ns = base;
+        }
+    }
+
+    /// `update_deadline()`: once the running entity reaches its deadline it gets a
+    /// new slice and a deadline one slice (in its virtual time) further. True when
+    /// that happened: the caller reschedules if others are queued.
+    fn update_deadline(&mut self, e: Ent) -> bool {
+        let se = self.ent(e);
+        if (se.vruntime.wrapping_sub(se.deadline) as i64) < 0 {
+            return false;
+        }
+        self.refresh_slice(e);
+        let res = self.res;
+        let se = self.ent_mut(e);
+        se.deadline = se.vruntime + calc_delta_fair(se.slice_ns, &mut se.load, res);
+        true
+    }
+
+    /// The EEVDF half of `update_curr()`, after the running entity of group `q`'s
+    /// cfs_rq on `cpu` has been charged: a new deadline when the slice is used, the
+    /// zero-lag reference moved, and a reschedule requested when the running entity
+    /// should give way (v6.6: its slice ended; v6.12: or PREEMPT_SHORT cancelled its
+    /// protection and it is ineligible; v6.18: or its protected slice ended).
+    pub fn update_curr_eevdf(&mut self, q: usize, cpu: usize, curr: Ent) {
+        let resched = self.update_deadline(curr);
+        self.update_min_vruntime_eevdf(q, cpu);
+        if self.cfs(q, cpu).nr_running <= 1 {
+            return;
+        }
+        let give_way = resched
+            || match self.version {
+                KernelVersion::V6_18 => !self.protect_slice(curr),
+                KernelVersion::V6_12 => {
+                    // did_preempt_short(): the protection was cut and curr is ineligible.
+                    self.feat.preempt_short && !self.protect_slice(curr) && !self.entity_eligible(q, cpu, curr)
+                }
+                _ => false,
+            };
+        if give_way {
+            self.clear_buddies(q, cpu, curr);
+            self.request_resched(cpu);
+        }
+    }
+
+    /// `resched_curr(rq)` from inside the class, where the hook has no `System`:
+    /// flushed to the engine when the hook returns (`flush_resched`).
+    pub fn request_resched(&mut self, cpu: usize) {
+        if !self.rq[cpu].resched_pending {
+            self.rq[cpu].resched_pending = true;
+            self.resched_cpus.push(cpu);
+        }
+    }
+
+    /// Hands the reschedules requested during a hook to the engine, asked from the
+    /// CPU running the hook (an IPI if remote).
+    pub fn flush_resched(&mut self, sys: &mut System) {
+        let from = sys.this_cpu();
+        for cpu in std::mem::take(&mut self.resched_cpus) {
+            self.rq[cpu].resched_pending = false;
+            if sys.curr(cpu).is_some() {
+                sys.resched_cpu(cpu, from);
+            }
+        }
+    }
+
+    /// Takes the reschedule requested for `cpu` (the tick reports it itself).
+    pub fn take_resched(&mut self, cpu: usize) -> bool {
+        if !self.rq[cpu].resched_pending {
+            return false;
+        }
+        self.rq[cpu].resched_pending = false;
+        self.resched_cpus.retain(|&c| c != cpu);
+        true
+    }
+
+    /// `update_min_vruntime()` of v6.6+: as CFS's, and the tree's weighted sum
+    /// follows its new reference (`avg_vruntime_update()`).
+    pub fn update_min_vruntime_eevdf(&mut self, q: usize, cpu: usize) {
+        let cfs = self.cfs(q, cpu);
+        let mut vruntime = cfs.min_vruntime;
+        let curr = cfs.curr.filter(|&c| self.ent(c).on_rq);
+        if let Some(c) = curr {
+            vruntime = self.ent(c).vruntime;
+        }
+        if let Some(&(left, _, _)) = cfs.timeline.first() {
+            vruntime = if curr.is_none() { left } else { vruntime.min(left) };
+        }
+        let cfs = self.cfs_mut(q, cpu);
+        if vruntime > cfs.min_vruntime {
+            let delta = vruntime - cfs.min_vruntime;
+            cfs.avg_vruntime -= i128::from(cfs.avg_load) * i128::from(delta);
+            cfs.min_vruntime = vruntime;
+        }
+    }
+
+    /// `place_entity()` of v6.6+: at V less the entity's lag, the lag inflated so
+    /// that it is still the entity's lag once its own weight is in the average
+    /// (PLACE_LAG), and a deadline one virtual slice later (half a slice for a new
+    /// task with PLACE_DEADLINE_INITIAL; the saved relative deadline after a
+    /// migration with PLACE_REL_DEADLINE, v6.12+).
+    pub fn place_entity_eevdf(&mut self, q: usize, cpu: usize, e: Ent, initial: bool) {
+        let v = self.avg_vruntime(q, cpu);
+        self.refresh_slice(e);
+        let res = self.res;
+        let vslice = {
+            let se = self.ent_mut(e);
+            calc_delta_fair(se.slice_ns, &mut se.load, res)
+        };
+        let mut lag: i128 = 0;
+        // v6.18 also skips the arithmetic when vlag is 0; the result is the same.
+        if self.feat.place_lag && self.cfs(q, cpu).nr_running > 0 {
+            let cfs = self.cfs(q, cpu);
+            let mut load = i128::from(cfs.avg_load);
+            if let Some(c) = cfs.curr.filter(|&c| self.ent(c).on_rq) {
+                load += i128::from(self.avg_weight(c));
+            }
+            lag = i128::from(self.ent(e).vlag) * (load + i128::from(self.avg_weight(e)));
+            if load == 0 {
+                load = 1;
+            }
+            // div_s64() truncates towards zero, as Rust's `/` does.
+            lag /= load;
+        }
+        let rel_deadline = self.feat.place_rel_deadline || self.version >= KernelVersion::V6_18;
+        let se = self.ent_mut(e);
+        se.vruntime = v.wrapping_sub(lag as i64 as u64);
+        if se.rel_deadline {
+            se.rel_deadline = false;
+            if rel_deadline {
+                se.deadline = se.deadline.wrapping_add(se.vruntime);
+                return;
+            }
+        }
+        let vslice = if initial && self.feat.place_deadline_initial { vslice / 2 } else { vslice };
+        let se = self.ent_mut(e);
+        se.deadline = se.vruntime + vslice;
+    }
+
+    /// Whether the running entity `e` is still protected from being switched away
+    /// from: v6.6/v6.12 RUN_TO_PARITY's "`vlag == deadline`" mark (set at pick,
+    /// broken by a new deadline); v6.18 `protect_slice()`, `vprot > vruntime`.
+    pub fn protect_slice(&self, e: Ent) -> bool {
+        let se = self.ent(e);
+        if self.version >= KernelVersion::V6_18 {
+            (se.vprot.wrapping_sub(se.vruntime) as i64) > 0
+        } else {
+            se.vlag == se.deadline as i64
+        }
+    }
+
+    /// `cancel_protect_slice()` (v6.18; v6.12 moves `vlag` off the deadline).
+    fn cancel_protect_slice(&mut self, e: Ent) {
+        let v618 = self.version >= KernelVersion::V6_18;
+        let se = self.ent_mut(e);
+        if v618 {
+            se.vprot = se.vruntime;
+        } else if se.vlag == se.deadline as i64 {
+            se.vlag = se.deadline as i64 + 1;
+        }
+    }
+
+    /// `cfs_rq_min_slice()` (v6.12+): the shortest slice among the queued entities.
+    fn cfs_rq_min_slice(&self, q: usize, cpu: usize) -> u64 {
+        let cfs = self.cfs(q, cpu);
+        let curr = cfs.curr.filter(|&c| self.ent(c).on_rq).map(|c| self.ent(c).slice_ns);
+        // The kernel keeps this as an augmented value of the tree; here the
+        // queues are short enough at the scales modelled to look.
+        cfs.timeline.iter().map(|&(_, _, e)| self.ent(e).slice_ns).chain(curr).min().unwrap_or(u64::MAX)
+    }
+
+    /// `set_next_entity()`'s protection of a newly picked entity: v6.6/v6.12 copy
+    /// the deadline into `vlag`; v6.18 `set_protect_slice()` protects up to the
+    /// deadline, or less when a shorter slice is queued (RUN_TO_PARITY) or without
+    /// RUN_TO_PARITY for one normalized base slice.
+    pub fn set_protect_slice(&mut self, q: usize, cpu: usize, e: Ent) {
+        if self.version < KernelVersion::V6_18 {
+            let se = self.ent_mut(e);
+            se.vlag = se.deadline as i64;
+            return;
+        }
+        let mut slice = super::sysctl::NORMALIZED_BASE_SLICE_V615_NS;
+        if self.feat.run_to_parity {
+            slice = self.cfs_rq_min_slice(q, cpu);
+        }
+        let res = self.res;
+        let se = self.ent_mut(e);
+        slice = slice.min(se.slice_ns);
+        let mut vprot = se.deadline;
+        if slice != se.slice_ns {
+            let until = se.vruntime + calc_delta_fair(slice, &mut se.load, res);
+            vprot = vprot.min(until);
+        }
+        se.vprot = vprot;
+    }
+
+    /// `update_protect_slice()` (v6.18): a shorter-slice wakee that did not preempt
+    /// still shortens the running entity's protection to the queue's min slice.
+    fn update_protect_slice(&mut self, q: usize, cpu: usize, e: Ent) {
+        let slice = self.cfs_rq_min_slice(q, cpu);
+        let res = self.res;
+        let se = self.ent_mut(e);
+        let until = se.vruntime + calc_delta_fair(slice, &mut se.load, res);
+        se.vprot = se.vprot.min(until);
+    }
+
+    /// `pick_eevdf()` (`__pick_eevdf(cfs_rq, protect)` in v6.18) on group `q`'s
+    /// cfs_rq: the running entity while it is eligible and protected
+    /// (RUN_TO_PARITY, `protect`), else the eligible entity with the earliest
+    /// virtual deadline, the running one included. `curr` is the entity running at
+    /// this level (the model has already put it back into the tree, so it is one of
+    /// the queued entities here; the kernel keeps it aside).
+    ///
+    /// The deadline-ordered scan stops at the first eligible entity: v6.12's tree is
+    /// ordered by deadline and takes the leftmost eligible one; v6.6 searches a
+    /// vruntime-ordered tree augmented with the subtree's earliest deadline for the
+    /// same entity (ties between equal deadlines aside).
+    pub fn pick_eevdf(&self, q: usize, cpu: usize, curr: Option<Ent>, protect: bool) -> Option<Ent> {
+        let cfs = self.cfs(q, cpu);
+        let queued = cfs.timeline.len() + usize::from(cfs.curr.is_some_and(|c| self.ent(c).on_rq));
+        let aside = cfs.curr.filter(|&c| self.ent(c).on_rq);
+        let first = cfs.by_deadline.first().map(|&(_, _, e)| e);
+        if queued == 1 {
+            // v6.12+: "only one entity, skip the eligibility check" (it is eligible anyway).
+            return aside.or(first);
+        }
+        let curr = curr.filter(|&c| self.ent(c).on_rq && self.entity_eligible(q, cpu, c));
+        if let Some(c) = curr {
+            if protect && self.feat.run_to_parity && self.protect_slice(c) {
+                return Some(c);
+            }
+        }
+        let mut best = cfs.by_deadline.iter().map(|&(_, _, e)| e).find(|&e| self.entity_eligible(q, cpu, e));
+        // The running entity kept aside competes on its deadline.
+        if let Some(a) = aside.filter(|&a| self.entity_eligible(q, cpu, a)) {
+            if best.is_none_or(|b| (self.ent(a).deadline as i64).wrapping_sub(self.ent(b).deadline as i64) < 0) {
+                best = Some(a);
+            }
+        }
+        // Some entity is always eligible (the one furthest behind is at or below
+        // the average); v6.6 falls back to the leftmost with an error message.
+        best.or(first).or(aside)
+    }
+
+    /// `pick_next_entity()` of v6.6+: the next buddy if it is eligible (v6.18
+    /// PICK_BUDDY, or NEXT_BUDDY), else `pick_eevdf()`.
+    pub fn pick_next_entity_eevdf(&self, q: usize, cpu: usize, curr: Option<Ent>) -> Option<Ent> {
+        let cfs = self.cfs(q, cpu);
+        if self.feat.pick_buddy || self.feat.next_buddy {
+            if let Some(n) = cfs.next.filter(|&n| self.ent(n).on_rq && self.entity_eligible(q, cpu, n)) {
+                return Some(n);
+            }
+        }
+        self.pick_eevdf(q, cpu, curr, true)
+    }
+
+    /// `check_preempt_wakeup_fair()` of v6.6+ at the level where the running
+    /// entity `se` and the wakee's `pse` share cfs_rq `q`: preempt iff the pick
+    /// would now be the wakee. v6.12: a shorter-slice wakee (PREEMPT_SHORT) that is
+    /// eligible and due first, or facing an ineligible `se`, first cancels `se`'s
+    /// protection; v6.18 compares slices only and lets the unprotected pick decide,
+    /// shortening the protection when it does not preempt.
+    pub fn wakeup_preempt_eevdf(&mut self, q: usize, cpu: usize, se: Ent, pse: Ent, now: u64) -> bool {
+        self.update_curr(q, cpu, now);
+        let shorter = self.feat.preempt_short && self.ent(pse).slice_ns < self.ent(se).slice_ns;
+        match self.version {
+            KernelVersion::V6_6 => self.pick_eevdf(q, cpu, Some(se), true) == Some(pse),
+            KernelVersion::V6_12 => {
+                let do_preempt_short = shorter
+                    && self.entity_eligible(q, cpu, pse)
+                    && ((self.ent(pse).deadline as i64).wrapping_sub(self.ent(se).deadline as i64) < 0
+                        || !self.entity_eligible(q, cpu, se));
+                if do_preempt_short {
+                    self.cancel_protect_slice(se);
+                }
+                self.pick_eevdf(q, cpu, Some(se), true) == Some(pse)
+            }
+            _ => {
+                if self.pick_eevdf(q, cpu, Some(se), !shorter) == Some(pse) {
+                    if shorter {
+                        self.cancel_protect_slice(se);
+                    }
+                    return true;
+                }
+                if self.feat.run_to_parity && shorter {
+                    self.update_protect_slice(q, cpu, se);
+                }
+                false
+            }
+        }
+    }
+
+    /// `yield_task_fair()` of v6.6+: v6.6/v6.12 push the yielder's deadline one
+    /// slice later; v6.18 first forfeits the rest of its slice (vruntime moved to
+    /// the deadline) if it is eligible.
+    pub fn yield_eevdf(&mut self, q: usize, cpu: usize, e: Ent) {
+        if self.version >= KernelVersion::V6_18 && self.entity_eligible(q, cpu, e) {
+            let se = self.ent_mut(e);
+            se.vruntime = se.deadline;
+            self.update_min_vruntime_eevdf(q, cpu);
+        }
+        let res = self.res;
+        let se = self.ent_mut(e);
+        se.deadline += calc_delta_fair(se.slice_ns, &mut se.load, res);
+    }
+
+    /// `reweight_eevdf()` (v6.6, v6.12): a queued entity's new weight keeps its lag
+    /// (`V - v` scales by old/new weight) and its deadline's distance from V scales
+    /// the same way. V is taken with the entity out of the tree's sums (the caller
+    /// has taken it out), as `reweight_entity()` does. v6.18 instead saves the lag,
+    /// scales it and the relative deadline, and re-places the entity
+    /// (`place_entity()`), which `reweight_queued_eevdf` does for it.
+    pub fn reweight_eevdf(&mut self, q: usize, cpu: usize, e: Ent, old_weight: u64, new_weight: u64) {
+        let v = self.avg_vruntime(q, cpu);
+        let se = self.ent_mut(e);
+        let (old, new) = (i128::from(old_weight), i128::from(new_weight.max(1)));
+        if v != se.vruntime {
+            let vlag = i128::from(v.wrapping_sub(se.vruntime) as i64) * old / new;
+            se.vruntime = v.wrapping_sub(vlag as i64 as u64);
+        }
+        let vslice = i128::from(se.deadline.wrapping_sub(v) as i64) * old / new;
+        se.deadline = v.wrapping_add(vslice as i64 as u64);
+    }
+
+    /// A weight change of queued entity `e` on group `q`'s cfs_rq, by version:
+    /// called with `e` out of the tree's sums and its load already at `new_weight`
+    /// for v6.18's re-placement (the kernel's `reweight_entity()`).
+    pub fn reweight_queued_eevdf(&mut self, q: usize, cpu: usize, e: Ent, old_weight: u64, new_weight: u64) {
+        if self.version < KernelVersion::V6_18 {
+            self.reweight_eevdf(q, cpu, e, old_weight, new_weight);
+            return;
+        }
+        self.update_entity_lag(q, cpu, e);
+        let (old, new) = (i128::from(old_weight), i128::from(new_weight.max(1)));
+        let se = self.ent_mut(e);
+        se.vlag = (i128::from(se.vlag) * old / new) as i64;
+        let rel = i128::from(se.deadline.wrapping_sub(se.vruntime) as i64) * old / new;
+        se.deadline = rel as i64 as u64;
+        se.rel_deadline = true;
+        self.place_entity_eevdf(q, cpu, e, false);
+    }
+
+    /// The weight change of a sleeping entity: its stored lag is `V - v`, so the
+    /// lag `w·(V - v)` is kept by scaling by old/new weight.
+    pub fn reweight_sleeping_eevdf(&mut self, e: Ent, old_weight: u64, new_weight: u64) {
+        let se = self.ent_mut(e);
+        se.vlag = (i128::from(se.vlag) * i128::from(old_weight) / i128::from(new_weight.max(1))) as i64;
+    }
+
+    /// `requeue_delayed_entity()` (v6.12): a delayed task is woken where it still
+    /// sits; with DELAY_ZERO a positive lag it earned while delayed is dropped and it
+    /// is placed again at zero lag.
+    pub fn requeue_delayed_entity(&mut self, q: usize, cpu: usize, e: Ent) {
+        if self.feat.delay_zero {
+            self.update_entity_lag(q, cpu, e);
+            if self.ent(e).vlag > 0 {
+                let is_curr = self.cfs(q, cpu).curr == Some(e);
+                self.cfs_mut(q, cpu).nr_running -= 1;
+                if !is_curr {
+                    self.tree_remove(q, cpu, e);
+                }
+                self.ent_mut(e).vlag = 0;
+                self.place_entity_eevdf(q, cpu, e, false);
+                if !is_curr {
+                    self.tree_insert(q, cpu, e);
+                }
+                self.cfs_mut(q, cpu).nr_running += 1;
+            }
+        }
+        self.ent_mut(e).sched_delayed = false;
+    }
+
+    /// Independent recomputations for `--check`: every cfs_rq's weighted sum and
+    /// load equal a sum over its tree, V is within rounding of the exact weighted
+    /// average, and the pick equals a brute-force EEVDF pick. Returns what failed.
+    pub fn check_eevdf(&self, cpu: usize) -> Option<String> {
+        let mut queues = vec![0usize];
+        queues.extend((1..self.tg.len()).filter(|&g| g < self.tg.len() && cpu < self.tg[g].cfs_rq.len()));
+        for q in queues {
+            let cfs = self.cfs(q, cpu);
+            let (mut sum, mut load) = (0i128, 0i128);
+            for &(_, _, e) in &cfs.timeline {
+                let w = i128::from(self.avg_weight(e));
+                sum += i128::from(self.entity_key(q, cpu, e)) * w;
+                load += w;
+            }
+            if sum != cfs.avg_vruntime || load != i128::from(cfs.avg_load) {
+                return Some(format!(
+                    "cpu{cpu} cfs_rq {q}: avg_vruntime {} / avg_load {} but the tree sums to {sum} / {load}",
+                    cfs.avg_vruntime, cfs.avg_load
+                ));
+            }
+            if cfs.timeline.len() != cfs.by_deadline.len() {
+                return Some(format!(
+                    "cpu{cpu} cfs_rq {q}: the deadline index has {} entities, the tree {}",
+                    cfs.by_deadline.len(),
+                    cfs.timeline.len()
+                ));
+            }
+            // V against the exact average over every queued entity (rounding: the
+            // kernel's floor division is at most one unit below).
+            let mut all: Vec<Ent> = cfs.timeline.iter().map(|&(_, _, e)| e).collect();
+            all.extend(cfs.curr.filter(|&c| self.ent(c).on_rq));
+            let total_w: i128 = all.iter().map(|&e| i128::from(self.avg_weight(e))).sum();
+            if total_w > 0 {
+                let exact: i128 = all.iter().map(|&e| i128::from(self.ent(e).vruntime) * i128::from(self.avg_weight(e))).sum();
+                let v = i128::from(self.avg_vruntime(q, cpu));
+                if v * total_w > exact || (v + 1) * total_w <= exact {
+                    return Some(format!(
+                        "cpu{cpu} cfs_rq {q}: V = {v} is not the floor of the weighted average {exact}/{total_w}"
+                    ));
+                }
+                // Brute force: the earliest deadline among entities at or below V.
+                let eligible: Vec<Ent> =
+                    all.iter().copied().filter(|&e| i128::from(self.ent(e).vruntime) * total_w <= exact).collect();
+                let min_dl = eligible.iter().map(|&e| self.ent(e).deadline).min();
+                let got = self.pick_eevdf(q, cpu, None, false);
+                let ok = match (got, min_dl) {
+                    (Some(g), Some(d)) => eligible.contains(&g) && self.ent(g).deadline == d,
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !ok {
+                    return Some(format!("cpu{cpu} cfs_rq {q}: pick_eevdf chose {got:?}, not an eligible entity with the earliest deadline {min_dl:?}"));
+                }
+            }
+        }
+        None
+    }
+
+    /// ttwu of a task whose dequeue was delayed: it is still queued on its CPU, so
+    /// the kernel takes `ttwu_runnable()` and never calls `select_task_rq()`.
+    pub fn delayed_on(&self, p: TaskId) -> Option<usize> {
+        let se = self.se.get(p)?;
+        (se.sched_delayed && se.on_rq).then_some(se.rq_cpu)
+    }
+}
+
+impl Cfs {
+    /// `pick_next_task_fair()` of v6.6+ (v6.12 `pick_task_fair()` +
+    /// `put_prev_set_next_task()`): descend from the root picking with
+    /// `pick_next_entity()`, each level's previous running entity as `curr`; a
+    /// delayed task picked is dequeued for good and the pick starts over (v6.12+).
+    /// Only levels whose entity changed get `set_next_entity()`'s protection: a
+    /// task picked again keeps the (possibly spent) protection it had, as the kernel
+    /// does when `prev == next`. With nothing to run, newidle balancing as in v5.x.
+    pub fn pick_next_task_eevdf(&mut self, sys: &mut System, cpu: usize) -> Option<TaskId> {
+        let now = sys.now_ns;
+        let prev = self.rq[cpu].curr_task.take();
+        let prev_chain = prev.map(|p| self.chain(Ent::Task(p), cpu)).unwrap_or_default();
+        if let Some(p) = prev {
+            self.put_prev_task_fair(cpu, p, now);
+        }
+        if let Some(dst) = self.rq[cpu].active_balance_to.take() {
+            self.active_push(sys, cpu, dst);
+        }
+        if self.rq[cpu].nohz_kick {
+            self.rq[cpu].nohz_kick = false;
+            self.nohz_idle_balance(sys, cpu);
+        }
+        let mut picked: Vec<Ent> = Vec::new();
+        loop {
+            if self.rq[cpu].cfs.h_nr_running > 0 {
+                picked.clear();
+                let mut q = 0;
+                let task = loop {
+                    let curr = prev_chain.iter().copied().find(|&e| self.q_of(e) == q);
+                    let e = self.pick_next_entity_eevdf(q, cpu, curr).expect("a cfs_rq with tasks below has an entity");
+                    picked.push(e);
+                    match e {
+                        Ent::Group(g, _) => q = g,
+                        Ent::Task(p) => break p,
+                    }
+                };
+                if self.se[task].sched_delayed {
+                    self.dequeue_task_fair_flags(cpu, task, super::fair::DequeueKind::Delayed, now);
+                    continue;
+                }
+                for &e in &picked {
+                    let q = self.q_of(e);
+                    self.set_next_entity(q, cpu, e, now);
+                    if !prev_chain.contains(&e) {
+                        self.set_protect_slice(q, cpu, e);
+                    }
+                }
+                self.mru_touch(cpu, task);
+                self.rq[cpu].curr_task = Some(task);
+                return Some(task);
+            }
+            self.rq[cpu].idle_stamp_ns = Some(now);
+            if self.idle_balance(sys, cpu) > 0 {
+                self.rq[cpu].idle_stamp_ns = None;
+                continue;
+            }
+            self.update_idle_core(sys, cpu);
+            self.rq[cpu].cpu_load[0] = self.weighted_cpuload(cpu);
+            return None;
+        }
+    }
+}
