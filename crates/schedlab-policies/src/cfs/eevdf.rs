@@ -452,7 +452,10 @@ impl Cfs {
         let rel = i128::from(se.deadline.wrapping_sub(se.vruntime) as i64) * old / new;
         se.deadline = rel as i64 as u64;
         se.rel_deadline = true;
+        // Placed as a fresh arrival: it does not count itself in nr_queued.
+        self.cfs_mut(q, cpu).nr_running -= 1;
         self.place_entity_eevdf(q, cpu, e, false);
+        self.cfs_mut(q, cpu).nr_running += 1;
     }
 
     /// The weight change of a sleeping entity: its stored lag is `V - v`, so the
@@ -611,5 +614,266 @@ impl Cfs {
             self.rq[cpu].cpu_load[0] = self.weighted_cpuload(cpu);
             return None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cfs::fair::{DequeueKind, Se, MIN_VRUNTIME_START};
+    use crate::cfs::weights::LoadWeight;
+    use schedlab_core::sched::SchedClass;
+    use schedlab_core::Topology;
+
+    const MIN: u64 = MIN_VRUNTIME_START;
+
+    fn eevdf_on(version: &str, spec: &str, features: Option<&str>) -> Cfs {
+        let mut c = Cfs::new_eevdf(version, features, &[]).unwrap();
+        c.boot_on(&Topology::parse(spec).unwrap(), 4_000_000);
+        c
+    }
+
+    fn add_task(c: &mut Cfs, nice: i32) -> TaskId {
+        let se = Se { load: LoadWeight::for_nice(nice, c.res), slice_ns: c.sysctl.base_slice_ns, ..Se::blank() };
+        c.se.push(se);
+        c.task_group.push(0);
+        c.se.len() - 1
+    }
+
+    /// Puts `p` in CPU 0's tree at `vruntime` with `deadline`, bypassing placement.
+    fn queue_at(c: &mut Cfs, p: TaskId, vruntime: u64, deadline: u64) {
+        let se = &mut c.se[p];
+        (se.vruntime, se.deadline, se.on_rq) = (vruntime, deadline, true);
+        c.tree_insert(0, 0, Ent::Task(p));
+        c.rq[0].cfs.nr_running += 1;
+    }
+
+    /// Makes queued `p` CPU 0's running entity, as a fresh pick.
+    fn run(c: &mut Cfs, p: TaskId) {
+        c.tree_remove(0, 0, Ent::Task(p));
+        c.rq[0].cfs.curr = Some(Ent::Task(p));
+        c.set_protect_slice(0, 0, Ent::Task(p));
+    }
+
+    #[test]
+    fn base_slice_is_the_normalized_slice_times_the_cpu_factor() {
+        // 0.75 ms x (1 + ilog2(min(ncpus, 8))) before v6.15, 0.70 ms after.
+        assert_eq!(eevdf_on("6.6", "x6-2-20", None).sysctl.base_slice_ns, 3_000_000);
+        assert_eq!(eevdf_on("6.12", "kvm-4", None).sysctl.base_slice_ns, 2_250_000);
+        assert_eq!(eevdf_on("6.18", "kvm-2", None).sysctl.base_slice_ns, 1_400_000);
+        assert_eq!(eevdf_on("6.18", "x6-2-20", None).sysctl.base_slice_ns, 2_800_000);
+    }
+
+    #[test]
+    fn deadline_is_one_slice_of_virtual_time_away() {
+        let mut c = eevdf_on("6.6", "x6-2-20", None);
+        let light = add_task(&mut c, 5);
+        c.enqueue_task_fair(0, light, true, false, 0);
+        // Alone: placed at V = min_vruntime. 3 ms at weight 335 through __calc_delta:
+        // 1024 x 12820798 (wmult of 335) = 13128497152, narrowed by 2 bits to
+        // 3282124288 with shift 30; 3e6 x 3282124288 >> 30 = 9170149 (exact 9170149.25).
+        assert_eq!(c.se[light].vruntime, MIN);
+        assert_eq!(c.se[light].deadline - c.se[light].vruntime, 9_170_149);
+        let heavy = add_task(&mut c, -5);
+        c.se[heavy].vruntime = 0;
+        c.place_entity_eevdf(0, 0, Ent::Task(heavy), false);
+        // 3 ms x 1024/3121 = 984299.9, truncated.
+        assert_eq!(c.se[heavy].deadline - c.se[heavy].vruntime, 984_299);
+        // v6.12 gives a new task half a slice (PLACE_DEADLINE_INITIAL + ENQUEUE_INITIAL).
+        let mut c = eevdf_on("6.12", "x6-2-20", None);
+        let p = add_task(&mut c, 5);
+        c.enqueue_task_fair_flags(0, p, false, false, true, 0);
+        assert_eq!(c.se[p].deadline - c.se[p].vruntime, 9_170_149 / 2);
+    }
+
+    #[test]
+    fn placement_inflates_the_lag_so_that_it_survives_the_entitys_own_weight() {
+        let mut c = eevdf_on("6.6", "x6-2-20", None);
+        let (a, b, w) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
+        queue_at(&mut c, a, MIN, MIN + 3_000_000);
+        queue_at(&mut c, b, MIN, MIN + 3_000_000);
+        c.se[w].vlag = 1_000_000;
+        c.place_entity_eevdf(0, 0, Ent::Task(w), false);
+        // V = MIN; W = 2048, w = 1024: lag' = 1 ms x 3072 / 2048 = 1.5 ms.
+        assert_eq!(c.se[w].vruntime, MIN - 1_500_000);
+        assert_eq!(c.se[w].deadline, MIN - 1_500_000 + 3_000_000);
+        // Once queued, V = (0 + 0 - 1.5 ms) / 3 = -0.5 ms: the lag is the 1 ms it had.
+        let (v, d) = (c.se[w].vruntime, c.se[w].deadline);
+        queue_at(&mut c, w, v, d);
+        assert_eq!(c.avg_vruntime(0, 0), MIN - 500_000);
+        c.update_entity_lag(0, 0, Ent::Task(w));
+        assert_eq!(c.se[w].vlag, 1_000_000);
+        // Without PLACE_LAG the lag is forgotten.
+        let mut off = eevdf_on("6.6", "x6-2-20", Some("NO_PLACE_LAG"));
+        let (a2, p) = (add_task(&mut off, 0), add_task(&mut off, 0));
+        queue_at(&mut off, a2, MIN, MIN + 3_000_000);
+        off.se[p].vlag = 1_000_000;
+        off.place_entity_eevdf(0, 0, Ent::Task(p), false);
+        assert_eq!(off.se[p].vruntime, MIN);
+        let _ = (a, b);
+    }
+
+    #[test]
+    fn lag_is_clamped_to_two_slices_or_a_tick() {
+        let mut c = eevdf_on("6.6", "x6-2-20", None);
+        let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
+        queue_at(&mut c, a, MIN, MIN + 3_000_000);
+        queue_at(&mut c, b, MIN + 100_000_000, MIN + 103_000_000);
+        c.update_entity_lag(0, 0, Ent::Task(a));
+        // V is 50 ms ahead of a; the clamp is max(2 x 3 ms, 4 ms) = 6 ms.
+        assert_eq!(c.se[a].vlag, 6_000_000);
+        c.update_entity_lag(0, 0, Ent::Task(b));
+        assert_eq!(c.se[b].vlag, -6_000_000);
+    }
+
+    #[test]
+    fn pick_is_the_earliest_deadline_among_eligible_entities() {
+        let mut c = eevdf_on("6.6", "x6-2-20", None);
+        let (a, b, d) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
+        queue_at(&mut c, a, MIN, MIN + 10_000_000);
+        queue_at(&mut c, b, MIN + 1_000_000, MIN + 2_000_000);
+        // d has the earliest deadline but is ahead of V = 11/3 ms: not eligible.
+        queue_at(&mut c, d, MIN + 10_000_000, MIN + 1_000_000);
+        assert!(c.entity_eligible(0, 0, Ent::Task(b)) && !c.entity_eligible(0, 0, Ent::Task(d)));
+        assert_eq!(c.pick_eevdf(0, 0, None, true), Some(Ent::Task(b)));
+        assert_eq!(c.check_eevdf(0), None);
+    }
+
+    #[test]
+    fn run_to_parity_keeps_an_eligible_running_task_until_its_deadline() {
+        for (features, preempts) in [(None, false), (Some("NO_RUN_TO_PARITY"), true)] {
+            let mut c = eevdf_on("6.6", "x6-2-20", features);
+            let (a, b, far) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
+            queue_at(&mut c, a, MIN, MIN + 3_000_000);
+            queue_at(&mut c, far, MIN + 3_000_000, MIN + 6_000_000);
+            run(&mut c, a);
+            // The wakee is eligible (V = 1 ms) and due 1 ms before the running task.
+            queue_at(&mut c, b, MIN, MIN + 2_000_000);
+            let got = c.wakeup_preempt_eevdf(0, 0, Ent::Task(a), Ent::Task(b), 0);
+            assert_eq!(got, preempts, "{features:?}");
+        }
+        // A new deadline ends the protection (v6.6 keeps it as vlag == deadline).
+        let mut c = eevdf_on("6.6", "x6-2-20", None);
+        let a = add_task(&mut c, 0);
+        queue_at(&mut c, a, MIN, MIN + 3_000_000);
+        run(&mut c, a);
+        assert!(c.protect_slice(Ent::Task(a)));
+        c.se[a].vruntime = MIN + 3_000_000;
+        assert!(c.update_deadline(Ent::Task(a)));
+        assert!(!c.protect_slice(Ent::Task(a)));
+    }
+
+    #[test]
+    fn v618_protection_is_a_vruntime_bound() {
+        let mut c = eevdf_on("6.18", "x6-2-20", None);
+        let a = add_task(&mut c, 0);
+        queue_at(&mut c, a, MIN, MIN + 2_800_000);
+        run(&mut c, a);
+        assert_eq!(c.se[a].vprot, MIN + 2_800_000);
+        c.se[a].vruntime = MIN + 2_799_999;
+        assert!(c.protect_slice(Ent::Task(a)));
+        c.se[a].vruntime = MIN + 2_800_000;
+        assert!(!c.protect_slice(Ent::Task(a)));
+        // Without RUN_TO_PARITY a 0.70 ms quantum is still protected.
+        let mut c = eevdf_on("6.18", "x6-2-20", Some("NO_RUN_TO_PARITY"));
+        let a = add_task(&mut c, 0);
+        queue_at(&mut c, a, MIN, MIN + 2_800_000);
+        run(&mut c, a);
+        assert_eq!(c.se[a].vprot, MIN + 700_000);
+    }
+
+    #[test]
+    fn reweight_keeps_the_lag_v66_and_replaces_v618() {
+        let w0 = LoadWeight::for_nice(0, crate::cfs::weights::LoadRes::HIGH).weight;
+        let w5 = LoadWeight::for_nice(-5, crate::cfs::weights::LoadRes::HIGH).weight;
+        for (version, want_v, want_d) in [
+            // V = MIN (a, b at MIN; c out of the sums): V - v = 1.5 ms x 1024/3121 =
+            // 492149; d - V = 1.5 ms scales the same way.
+            ("6.6", MIN - 492_149, MIN + 492_149),
+            // v6.18: vlag 1.5 ms -> 492149, relative deadline 3 ms -> 984299, then
+            // placed with W = 2048, w = 3121: 492149 x 5169 / 2048 = 1242147.
+            ("6.18", MIN - 1_242_147, MIN - 1_242_147 + 984_299),
+        ] {
+            let mut c = eevdf_on(version, "x6-2-20", None);
+            let (a, b, p) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
+            c.sysctl.base_slice_ns = 3_000_000;
+            queue_at(&mut c, a, MIN, MIN + 3_000_000);
+            queue_at(&mut c, b, MIN, MIN + 3_000_000);
+            c.se[p].slice_ns = 3_000_000;
+            queue_at(&mut c, p, MIN - 1_500_000, MIN + 1_500_000);
+            c.tree_remove(0, 0, Ent::Task(p));
+            c.se[p].load = LoadWeight::new(w5);
+            c.reweight_queued_eevdf(0, 0, Ent::Task(p), w0, w5);
+            assert_eq!((c.se[p].vruntime, c.se[p].deadline), (want_v, want_d), "{version}");
+        }
+    }
+
+    #[test]
+    fn an_ineligible_sleeper_stays_queued_until_picked_v612() {
+        for (version, features, delayed) in
+            [("6.12", None, true), ("6.12", Some("NO_DELAY_DEQUEUE"), false), ("6.6", None, false)]
+        {
+            let mut c = eevdf_on(version, "x6-2-20", features);
+            let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
+            c.enqueue_task_fair(0, a, true, false, 0);
+            c.enqueue_task_fair(0, b, true, false, 0);
+            c.tree_remove(0, 0, Ent::Task(a));
+            c.rq[0].cfs.curr = Some(Ent::Task(a));
+            // a ran 2 ms: V = 1 ms, a is 1 ms past it.
+            c.se[a].vruntime += 2_000_000;
+            c.dequeue_task_fair_flags(0, a, DequeueKind::Sleep, 0);
+            assert_eq!((c.se[a].on_rq, c.se[a].sched_delayed), (delayed, delayed), "{version} {features:?}");
+            assert_eq!(SchedClass::nr_running(&c, 0), 1);
+            assert_eq!(c.rq[0].cfs.h_nr_running, 1 + usize::from(delayed));
+            if delayed {
+                // It is woken where it sits; with negative lag, it keeps its place.
+                let v = c.se[a].vruntime;
+                c.rq[0].cfs.curr = None;
+                c.tree_insert(0, 0, Ent::Task(a));
+                c.requeue_delayed_entity(0, 0, Ent::Task(a));
+                assert_eq!(c.se[a].vruntime, v);
+                assert!(!c.se[a].sched_delayed);
+            }
+        }
+    }
+
+    #[test]
+    fn delay_zero_drops_the_lag_a_delayed_task_earned() {
+        let mut c = eevdf_on("6.12", "x6-2-20", None);
+        let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
+        queue_at(&mut c, b, MIN + 4_000_000, MIN + 7_000_000);
+        queue_at(&mut c, a, MIN, MIN + 3_000_000);
+        c.se[a].sched_delayed = true;
+        // V = 2 ms ahead of a: a's lag is +2 ms; DELAY_ZERO places it at V instead.
+        c.requeue_delayed_entity(0, 0, Ent::Task(a));
+        assert_eq!(c.se[a].vlag, 0);
+        assert_eq!(c.se[a].vruntime, c.avg_vruntime(0, 0));
+        assert_eq!(c.check_eevdf(0), None);
+    }
+
+    #[test]
+    fn the_checker_catches_a_wrong_weighted_sum() {
+        let mut c = eevdf_on("6.6", "x6-2-20", None);
+        let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
+        queue_at(&mut c, a, MIN, MIN + 3_000_000);
+        queue_at(&mut c, b, MIN + 1_000_000, MIN + 4_000_000);
+        assert_eq!(c.check_eevdf(0), None);
+        c.rq[0].cfs.avg_vruntime += 1;
+        assert!(c.check_eevdf(0).unwrap().contains("avg_vruntime"));
+    }
+
+    #[test]
+    fn switches_exist_from_the_release_that_added_them() {
+        assert!(Cfs::new_eevdf("6.12", Some("NO_DELAY_DEQUEUE"), &[]).is_ok());
+        let Err(e) = Cfs::new_eevdf("6.6", Some("DELAY_DEQUEUE"), &[]) else { panic!("DELAY_DEQUEUE is not in v6.6") };
+        assert!(e.expected.contains("not modelled") && e.expected.contains("RUN_TO_PARITY"), "{e}");
+        assert!(Cfs::new_eevdf("6.18", Some("START_DEBIT"), &[]).is_err());
+        assert!(Cfs::new_eevdf("6.12", Some("PICK_BUDDY"), &[]).is_err());
+        assert!(Cfs::new_eevdf("6.7", None, &[]).is_err());
+        let c = eevdf_on("6.12", "kvm-2", Some("NO_DELAY_DEQUEUE+NO_RUN_TO_PARITY"));
+        assert_eq!(c.name(), "eevdf@6.12+NO_RUN_TO_PARITY+NO_DELAY_DEQUEUE");
+        // Only EEVDF's tunables: there is no wakeup granularity any more.
+        assert!(Cfs::new_eevdf("6.6", None, &[("sched_wakeup_granularity_ns".into(), "1".into())]).is_err());
+        assert!(Cfs::new_eevdf("6.6", None, &[("base_slice_ns".into(), "1000000".into())]).is_ok());
     }
 }

@@ -247,16 +247,21 @@ impl Cfs {
 
     /// `reweight_entity()` (v4.19 L2803): change `e`'s weight, taking it out of and
     /// back into its cfs_rq's load sums; its load average is re-derived from its
-    /// load sum at the new weight.
+    /// load sum at the new weight. EEVDF (v6.6+) also keeps the entity's lag
+    /// (`reweight_eevdf()`, or v6.18's re-placement), out of the tree meanwhile.
     pub fn reweight_entity(&mut self, e: Ent, cpu: usize, weight: u64, now: u64) {
         let q = self.q_of(e);
         let on_rq = self.ent(e).on_rq;
         let old_w = self.ent(e).load.weight;
         let old_down = self.se_weight(old_w);
         let runnable_old = self.se_runnable_ent(e);
+        let eevdf = self.version.eevdf();
+        let is_curr = self.cfs(q, cpu).curr == Some(e);
         if on_rq {
-            if self.cfs(q, cpu).curr == Some(e) {
+            if is_curr {
                 self.update_curr(q, cpu, now);
+            } else if eevdf {
+                self.tree_remove(q, cpu, e);
             }
             let avg = self.ent(e).avg;
             let cfs = self.cfs_mut(q, cpu);
@@ -274,6 +279,16 @@ impl Cfs {
             let divider = se.avg.divider();
             se.avg.load_avg = new_down * se.avg.load_sum / divider;
             se.avg.runnable_load_avg = runnable * se.avg.runnable_load_sum / divider;
+        }
+        if eevdf {
+            if on_rq {
+                self.reweight_queued_eevdf(q, cpu, e, old_w, weight);
+                if !is_curr {
+                    self.tree_insert(q, cpu, e);
+                }
+            } else {
+                self.reweight_sleeping_eevdf(e, old_w, weight);
+            }
         }
         let avg = self.ent(e).avg;
         let runnable_new = self.se_runnable_ent(e);

@@ -1,0 +1,57 @@
+//! Every shipped workload on every preset topology under the three EEVDF releases,
+//! with `--check`'s invariants on: the engine's (busy time, no runnable task lost)
+//! and EEVDF's own after every pick (avg_vruntime recomputed from the queue, the
+//! pick equal to a brute-force earliest eligible deadline).
+
+mod common;
+
+use schedlab_core::topology::PRESETS;
+
+const WORKLOADS: &[&str] = &[
+    "hackbench groups=2 loops=10 ipc=pipe mode=process",
+    "hackbench groups=2 loops=10 ipc=socket mode=thread",
+    "pipe loops=200",
+    "pipe loops=200 mode=thread",
+    "schbench threads=2 workers=4 runtime_ms=30 warmup_ms=5",
+    "groupmix tasks=12 shares=2 warmup_ms=20 window_ms=40",
+    "tbench clients=3 runtime_ms=20 warmup_ms=5",
+    "pft threads=4 mb=20",
+    "make jobs=4 scale=0.005",
+];
+
+#[test]
+fn every_workload_on_every_preset_runs_clean_under_eevdf() {
+    for version in ["eevdf@6.6", "eevdf@6.12", "eevdf@6.18"] {
+        for &(preset, ..) in PRESETS {
+            for w in WORKLOADS {
+                let r = common::run(preset, version, w, 7);
+                assert!(r.violations.is_empty(), "{version} {preset} {w}: {:#?}", r.violations);
+                assert!(!r.timed_out, "{version} {preset} {w}");
+                assert!(r.tasks.len() >= 2 && r.events > 100, "{version} {preset} {w}: ran nothing");
+            }
+        }
+    }
+}
+
+#[test]
+fn switches_off_run_clean_too() {
+    for policy in [
+        "eevdf@6.12+NO_DELAY_DEQUEUE",
+        "eevdf@6.12+NO_DELAY_ZERO+NO_PLACE_REL_DEADLINE",
+        "eevdf@6.6+NO_RUN_TO_PARITY+NO_PLACE_LAG",
+        "eevdf@6.18+NO_RUN_TO_PARITY+NO_PICK_BUDDY+NEXT_BUDDY",
+    ] {
+        for w in WORKLOADS {
+            let r = common::run("2x1x4x2", policy, w, 3);
+            assert!(r.violations.is_empty(), "{policy} {w}: {:#?}", r.violations);
+            assert!(!r.timed_out, "{policy} {w}");
+        }
+    }
+}
+
+#[test]
+fn eevdf_runs_are_deterministic() {
+    let a = common::run("x6-2-20", "eevdf@6.12", "hackbench groups=2 loops=20 ipc=pipe", 5);
+    let b = common::run("x6-2-20", "eevdf@6.12", "hackbench groups=2 loops=20 ipc=pipe", 5);
+    assert_eq!((a.digest, a.events), (b.digest, b.events));
+}
