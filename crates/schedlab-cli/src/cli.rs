@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use schedlab_core::error::SpecError;
+use schedlab_core::sched::PreemptModel;
 use schedlab_core::{Engine, RunConfig, RunResult, Topology};
 use schedlab_workloads::Workload;
 
@@ -152,6 +153,11 @@ pub struct RunArgs {
     /// CONFIG_HZ of the simulated kernel.
     #[arg(long, default_value_t = 250)]
     pub hz: u64,
+    /// Preemption model of the simulated kernel (the kernel's preempt= names):
+    /// none, voluntary, full, or lazy (6.13+). Default: none (the Kconfig default),
+    /// or with --topology host the host kernel's own mode.
+    #[arg(long)]
+    pub preempt: Option<String>,
     /// Check invariants while running (slower).
     #[arg(long)]
     pub check: bool,
@@ -190,6 +196,10 @@ pub struct CompareArgs {
     pub sysctls: Vec<String>,
     #[arg(long, default_value_t = 250)]
     pub hz: u64,
+    /// Preemption model: none, voluntary, full or lazy (default: none, or the
+    /// host's with --topology host).
+    #[arg(long)]
+    pub preempt: Option<String>,
     /// First seed; runs use seed, seed+1, ...
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -222,7 +232,8 @@ impl RunSpec {
         if !(10..=10_000).contains(&a.hz) {
             return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ, e.g. 100, 250, 1000)"));
         }
-        let cfg = RunConfig { seed: a.seed, hz: a.hz, check: a.check, ..RunConfig::default() };
+        let preempt = parse_preempt(a.preempt.as_deref(), &a.topology)?;
+        let cfg = RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, ..RunConfig::default() };
         Ok(RunSpec { topo, machine, policy: a.policy.clone(), sysctls, workload, cfg })
     }
 
@@ -246,6 +257,22 @@ pub fn parse_topology(spec: &str) -> Result<Topology, SpecError> {
         return Topology::from_sysfs(&read);
     }
     Topology::parse(spec)
+}
+
+/// `--preempt`: a model by name; unset, the host kernel's own model for
+/// `--topology host` (from what the host lets us read) and `none` otherwise.
+pub fn parse_preempt(flag: Option<&str>, topology: &str) -> Result<PreemptModel, SpecError> {
+    match flag {
+        Some(name) => PreemptModel::parse(name).ok_or_else(|| SpecError::new("preempt", name, PreemptModel::NAMES)),
+        None if topology == "host" => match schedlab_host::kernel::preempt_mode() {
+            Some(h) => Ok(PreemptModel::parse(&h.mode).expect("host modes are the four names")),
+            None => {
+                eprintln!("schedlab: warning: the host's preemption model could not be read; using none (set --preempt)");
+                Ok(PreemptModel::None)
+            }
+        },
+        None => Ok(PreemptModel::None),
+    }
 }
 
 pub fn parse_sysctls(raw: &[String]) -> Result<Vec<(String, String)>, SpecError> {
@@ -321,6 +348,7 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
         vary: a.vary.as_deref().map(crate::compare::parse_vary).transpose()?,
         runs: a.runs,
         hz: a.hz,
+        preempt: parse_preempt(a.preempt.as_deref(), &a.topology)?,
         first_seed: a.seed,
     };
     c.validate()?;

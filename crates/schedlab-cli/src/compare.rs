@@ -142,6 +142,7 @@ pub struct Comparison {
     pub vary: Option<(String, Vec<String>)>,
     pub runs: u64,
     pub hz: u64,
+    pub preempt: schedlab_core::sched::PreemptModel,
     pub first_seed: u64,
 }
 
@@ -222,7 +223,7 @@ impl Comparison {
                         policy: policy.clone(),
                         sysctls: self.sysctls.clone(),
                         workload: w.clone(),
-                        cfg: RunConfig { seed: *seed, hz: self.hz, check: false, ..RunConfig::default() },
+                        cfg: RunConfig { seed: *seed, hz: self.hz, check: false, preempt: self.preempt, ..RunConfig::default() },
                     };
                     let r = spec.engine().run();
                     let out = check_result(&r, false).map(|_| RunRow::from_result(&r, w));

@@ -55,6 +55,9 @@ pub struct Experiment {
     pub runs: u64,
     #[serde(default = "default_hz")]
     pub hz: u64,
+    /// The published kernels' preemption model (`none` unless said).
+    #[serde(default = "default_preempt")]
+    pub preempt: String,
     #[serde(default)]
     pub targets: Targets,
     pub rows: Vec<PublishedRow>,
@@ -62,6 +65,10 @@ pub struct Experiment {
 
 fn default_hz() -> u64 {
     250
+}
+
+fn default_preempt() -> String {
+    "none".to_string()
 }
 
 fn default_scale_key() -> String {
@@ -224,6 +231,7 @@ impl Experiment {
             vary: Some((self.vary.clone(), values)),
             runs: runs.unwrap_or(self.runs),
             hz: self.hz,
+            preempt: crate::cli::parse_preempt(Some(&self.preempt), &self.topology)?,
             first_seed: 1,
         })
     }

@@ -21,8 +21,8 @@ use crate::memory::MemoryModel;
 use crate::program::{ForkKind, MemAt, Op, OpResult, Program, DEFAULT_WORKING_SET_BYTES};
 use crate::rng::{SimRng, Stream};
 use crate::sched::{
-    Charge, CpuState, DequeueReason, EnqueueReason, IrqOffStats, Request, SchedClass, SelectReason, System, TaskGroupInfo,
-    WakeFlags, ROOT_TASK_GROUP_SHARES,
+    Charge, CpuState, DequeueReason, EnqueueReason, IrqOffStats, PreemptModel, Request, SchedClass, SelectReason, System,
+    TaskGroupInfo, WakeFlags, ROOT_TASK_GROUP_SHARES,
 };
 use crate::stats::{latency_histogram, CpuStats};
 use crate::task::{nice_to_weight, Task, TaskId, TaskState};
@@ -81,6 +81,8 @@ pub struct RunConfig {
     /// utilisation heat map); the width doubles whenever a run outgrows
     /// `MAX_UTIL_BUCKETS`. None records nothing.
     pub util_bucket_ns: Option<u64>,
+    /// When a requested reschedule takes effect (`preempt=`).
+    pub preempt: PreemptModel,
 }
 
 impl Default for RunConfig {
@@ -92,6 +94,7 @@ impl Default for RunConfig {
             max_sim_ns: 3_600_000_000_000,
             tick_phase_ns: None,
             util_bucket_ns: None,
+            preempt: PreemptModel::None,
         }
     }
 }
@@ -310,7 +313,8 @@ impl Engine {
         let nodes = topo.node_cpus.len();
         let (ncores, nllcs) = (topo.core_cpus.len(), topo.llc_cpus.len());
         let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.saturating_mul(1_000_000));
-        let sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
+        let mut sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
+        sys.preempt = cfg.preempt;
         let mut e = Engine {
             sys,
             policy,
@@ -521,7 +525,7 @@ impl Engine {
         self.check_preempt(cpu, p, waker_cpu, flags);
         // A timer wakeup runs in the timer interrupt: a reschedule it asked of its own
         // CPU happens on the interrupt's return, if that CPU was running user code.
-        if waker.is_none() && self.sys.cpu_state(waker_cpu) == CpuState::Busy && self.sys.need_resched[waker_cpu] {
+        if waker.is_none() && self.sys.cpu_state(waker_cpu) == CpuState::Busy && self.resched_pending(waker_cpu) {
             self.preempt_if_user(waker_cpu);
         }
     }
@@ -532,7 +536,7 @@ impl Engine {
             CpuState::Idle | CpuState::Kicked => self.resched_curr(cpu, from),
             CpuState::Busy => {
                 if self.policy.check_preempt_curr(&mut self.sys, cpu, p, flags) {
-                    self.resched_curr(cpu, from);
+                    self.resched_curr_class(cpu, from);
                 }
                 self.process_requests();
             }
@@ -570,6 +574,22 @@ impl Engine {
         }
     }
 
+    /// A reschedule the scheduling class asks for: `resched_curr_lazy()` if the
+    /// class uses it and the model is lazy (a busy CPU only gets the lazy bit, and
+    /// no IPI), `resched_curr()` otherwise.
+    fn resched_curr_class(&mut self, cpu: usize, from: usize) {
+        if self.sys.preempt == PreemptModel::Lazy && self.policy.lazy_resched() && self.sys.cpu_state(cpu) == CpuState::Busy {
+            self.sys.need_resched_lazy[cpu] = true;
+            return;
+        }
+        self.resched_curr(cpu, from);
+    }
+
+    /// Either reschedule bit is set: the next return to user space switches.
+    fn resched_pending(&self, cpu: usize) -> bool {
+        self.sys.need_resched[cpu] || self.sys.need_resched_lazy[cpu]
+    }
+
     /// Carries out what the policy asked for during its last call.
     fn process_requests(&mut self) {
         while !self.sys.requests.is_empty() {
@@ -577,7 +597,7 @@ impl Engine {
             let mut reqs = std::mem::take(&mut self.sys.requests);
             for r in reqs.drain(..) {
                 match r {
-                    Request::Resched { cpu, from } => self.resched_curr(cpu, from),
+                    Request::Resched { cpu, from } => self.resched_curr_class(cpu, from),
                     // Logged in the destination CPU's context.
                     Request::Migrated { p, from, to } => self.emit(to, TraceKind::Migrate { p, orig_cpu: from, dest_cpu: to }),
                     Request::IdlePoll { cpu, at_ns } => {
@@ -638,11 +658,15 @@ impl Engine {
         }
     }
 
-    /// With need_resched set on busy `cpu`: preempt now if it runs user code; a
-    /// system call finishes first.
+    /// With a reschedule bit set on busy `cpu` (an interrupt returning): preempt
+    /// now if it runs user code; a system call finishes first, unless the model
+    /// preempts kernel code and the full bit is set.
     fn preempt_if_user(&mut self, cpu: usize) {
         let c = &self.cpu[cpu];
-        if !c.in_segment || c.seg_kernel {
+        if !c.in_segment {
+            return;
+        }
+        if c.seg_kernel && !(self.sys.preempt.kernel_preemptible() && self.sys.need_resched[cpu]) {
             return;
         }
         let now = self.sys.now_ns;
@@ -657,7 +681,9 @@ impl Engine {
         if let Some(stream) = self.stop_stream(cpu) {
             self.exec[p].stream_left = Some(stream);
         } else {
-            self.exec[p].seg_remaining = Some((left, false));
+            // A preempted system call keeps its pending effect (`op`) for the
+            // rest of its segment.
+            self.exec[p].seg_remaining = Some((left, self.cpu[cpu].seg_kernel));
         }
         self.account_segment(cpu, p);
         self.schedule(cpu, Some(PrevState::Preempted));
@@ -751,7 +777,9 @@ impl Engine {
         let resched = self.policy.task_tick(&mut self.sys, cpu, curr);
         self.policy.trigger_load_balance(&mut self.sys, cpu);
         self.process_requests();
-        if resched {
+        // sched_tick(): under preempt=lazy a pending lazy bit (the tick's own
+        // included) is promoted to the full one.
+        if resched || self.sys.need_resched_lazy[cpu] {
             self.sys.need_resched[cpu] = true;
             self.preempt_if_user(cpu);
         }
@@ -786,6 +814,7 @@ impl Engine {
         // clear_tsk_need_resched(prev) comes after the pick in __schedule(): a
         // reschedule asked while pulling work onto this CPU is satisfied by this pick.
         self.sys.need_resched[cpu] = false;
+        self.sys.need_resched_lazy[cpu] = false;
         let was_idle = prev.is_none();
         match next {
             None => {
@@ -1066,7 +1095,7 @@ impl Engine {
         let outcome = if self.exec[p].op.is_some() { self.apply_op(cpu, p) } else { Outcome::Continue };
         match outcome {
             Outcome::Continue => {
-                if self.sys.need_resched[cpu] {
+                if self.resched_pending(cpu) {
                     self.schedule(cpu, Some(PrevState::Preempted));
                 } else {
                     self.run_next(cpu);

@@ -42,6 +42,52 @@ pub enum DequeueReason {
     Migrate,
 }
 
+/// The kernel's preemption model (`preempt=` with PREEMPT_DYNAMIC, or the
+/// CONFIG_PREEMPT_* choice): when a reschedule asked of a CPU takes effect. Table in
+/// `__sched_dynamic_update()` (core.c v6.18 L7576): with `none` and `voluntary` a
+/// task in a system call switches at its return to user space (`voluntary` adds
+/// `might_resched()` points, which the modelled system calls do not reach); with
+/// `full` kernel code is preempted at once; `lazy` (v6.13+) is `full` for what
+/// asks with the full bit, while the fair class's `resched_curr_lazy()` only sets a
+/// lazy bit: no IPI, honoured at the next return to user space or promoted by the
+/// next tick.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PreemptModel {
+    #[default]
+    None,
+    Voluntary,
+    Full,
+    Lazy,
+}
+
+impl PreemptModel {
+    pub const NAMES: &'static str = "none, voluntary, full or lazy";
+
+    pub fn parse(s: &str) -> Option<PreemptModel> {
+        Some(match s {
+            "none" => PreemptModel::None,
+            "voluntary" => PreemptModel::Voluntary,
+            "full" => PreemptModel::Full,
+            "lazy" => PreemptModel::Lazy,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PreemptModel::None => "none",
+            PreemptModel::Voluntary => "voluntary",
+            PreemptModel::Full => "full",
+            PreemptModel::Lazy => "lazy",
+        }
+    }
+
+    /// Whether the full reschedule bit preempts kernel code (system calls).
+    pub fn kernel_preemptible(self) -> bool {
+        matches!(self, PreemptModel::Full | PreemptModel::Lazy)
+    }
+}
+
 /// What a CPU is doing, as other CPUs can see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CpuState {
@@ -131,6 +177,12 @@ pub trait SchedClass {
     /// of its incremental bookkeeping, after every pick. None = all hold.
     fn check_invariants(&self, _cpu: usize) -> Option<String> {
         None
+    }
+
+    /// The class asks reschedules with `resched_curr_lazy()` (fair, v6.13+): under
+    /// `preempt=lazy` they set the lazy bit only.
+    fn lazy_resched(&self) -> bool {
+        false
     }
 
     /// Runnable tasks on `cpu` including the running one (`rq->nr_running`).
@@ -241,6 +293,10 @@ pub struct System {
     pub(crate) active: Vec<bool>,
     /// TIF_NEED_RESCHED of the CPU's current task.
     pub(crate) need_resched: Vec<bool>,
+    /// TIF_NEED_RESCHED_LAZY (preempt=lazy only).
+    pub(crate) need_resched_lazy: Vec<bool>,
+    /// The preemption model of this run.
+    pub preempt: PreemptModel,
     pub(crate) requests: Vec<Request>,
     /// The CPU executing the current kernel path (`smp_processor_id()`).
     pub(crate) this_cpu: usize,
@@ -270,6 +326,8 @@ impl System {
             pending_overhead_ns: vec![0; n],
             active: vec![false; n],
             need_resched: vec![false; n],
+            need_resched_lazy: vec![false; n],
+            preempt: PreemptModel::None,
             requests: Vec::new(),
             this_cpu: 0,
             waiting: vec![0; n],

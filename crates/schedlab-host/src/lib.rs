@@ -7,6 +7,7 @@
 //! session and kills it on drop, and [`signals`] turns SIGINT/SIGTERM into a flag the
 //! waiting loops check so that both drops run.
 
+pub mod kernel;
 pub mod record;
 pub mod run;
 pub mod signals;

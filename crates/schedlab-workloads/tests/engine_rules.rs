@@ -183,6 +183,44 @@ fn timer_wakeup_preempts_user_code_on_the_interrupts_return() {
     assert!(r.latency.max() < 1_000_000, "a wakeup waited {} ns", r.latency.max());
 }
 
+/// The sleeper of the test above wakes while main is 11 ms into a 40 ms system
+/// call (`Op::Kernel`), on one CPU at HZ=100. The wakeup asks to preempt (main's
+/// slice is long spent); when that takes effect depends on the preemption model:
+/// `none` at the call's return (29 ms later), `full` at the timer interrupt's
+/// return, `lazy` at the next tick (the fair class of v6.13+ only sets the lazy
+/// bit; the tick promotes it), or at once for a class that asks with the full bit.
+fn wakeup_latency_in_a_long_syscall(policy: &str, preempt: schedlab_core::sched::PreemptModel) -> u64 {
+    let sleeper = Script::new(vec![Op::Sleep { ns: 12_000_000 }]);
+    let ops = vec![
+        Op::Fork { kind: ForkKind::Process, comm: Some("sleeper".into()), program: Box::new(sleeper) },
+        Op::Sleep { ns: 1_000_000 },
+        Op::Kernel { ns: 40_000_000 },
+        Op::WaitChild,
+    ];
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, hz: 100, tick_phase_ns: Some(0), preempt, ..RunConfig::default() };
+    let r =
+        Engine::new(Topology::parse("1x1x1x1").unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)))
+            .run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    r.latency.max()
+}
+
+#[test]
+fn the_preemption_model_decides_when_a_wakeup_preempts_a_system_call() {
+    use schedlab_core::sched::PreemptModel::*;
+    let none = wakeup_latency_in_a_long_syscall("eevdf@6.18", None);
+    assert!(none > 25_000_000, "none: {none}");
+    assert_eq!(wakeup_latency_in_a_long_syscall("eevdf@6.18", Voluntary), none);
+    let full = wakeup_latency_in_a_long_syscall("eevdf@6.18", Full);
+    assert!(full < 100_000, "full: {full}");
+    let lazy = wakeup_latency_in_a_long_syscall("eevdf@6.18", Lazy);
+    assert!((1_000_000..=10_000_000).contains(&lazy), "lazy: {lazy}");
+    // v6.12 has no lazy reschedules: its wakeup preemption uses the full bit.
+    let lazy612 = wakeup_latency_in_a_long_syscall("eevdf@6.12", Lazy);
+    assert!(lazy612 < 100_000, "lazy, v6.12: {lazy612}");
+}
+
 /// Two tasks on the two hardware threads of one core, with a profile where a busy
 /// core does 1.25× the work of one thread: each thread runs at 62.5% while both
 /// are busy, at full speed alone.

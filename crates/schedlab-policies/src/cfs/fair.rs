@@ -1485,6 +1485,12 @@ impl SchedClass for Cfs {
         self.rq[cpu].cfs.h_nr_running - self.rq[cpu].nr_delayed
     }
 
+    /// v6.13+ fair code asks with `resched_curr_lazy()` (wakeup preemption,
+    /// `update_curr()`'s end of slice).
+    fn lazy_resched(&self) -> bool {
+        self.version >= KernelVersion::V6_18
+    }
+
     fn check_invariants(&self, cpu: usize) -> Option<String> {
         if self.version.eevdf() {
             return self.check_eevdf(cpu);
