@@ -16,8 +16,9 @@ const SCENARIOS: &[(&str, &str, &str, &str)] = &[
     ("8x2x32x2 hackbench g64", "8x2x32x2", "hackbench groups=64 loops=500", "hackbench groups=64 loops=50"),
 ];
 
-/// Policies measured: the reference queue and the kernel model.
-const POLICIES: &[&str] = &["fifo", "cfs@4.19"];
+/// Policies measured: the reference queue, CFS of the seeds' kernels, and EEVDF
+/// beside CFS 5.15 (whose placement and balancer it shares).
+const POLICIES: &[&str] = &["fifo", "cfs@4.19", "cfs@5.15", "eevdf@6.6", "eevdf@6.12", "eevdf@6.18"];
 
 /// Peak resident memory of this process so far (VmHWM), in KiB, if Linux says.
 fn peak_rss_kib() -> Option<u64> {
@@ -31,8 +32,8 @@ fn peak_rss_kib() -> Option<u64> {
 pub fn run(quick: bool) -> Result<(), Failure> {
     println!("schedlab bench: machine broadwell-ep, seed 1 (each row in its own process; peak_MiB = its VmHWM)");
     println!(
-        "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9} {:>10} {:>9} {:>12} {:>10}",
-        "scenario", "policy", "cpus", "tasks", "events", "wall_s", "Mevents/s", "sim_s", "sim_s/wall_s", "peak_MiB"
+        "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9} {:>10} {:>9} {:>9} {:>12} {:>10}",
+        "scenario", "policy", "cpus", "tasks", "events", "wall_s", "Mevents/s", "Mmsg/s", "sim_s", "sim_s/wall_s", "peak_MiB"
     );
     let exe = std::env::current_exe().map_err(|e| Failure::Run(format!("bench: cannot find own executable: {e}")))?;
     for policy in POLICIES {
@@ -49,9 +50,9 @@ pub fn run(quick: bool) -> Result<(), Failure> {
             }
             let line = String::from_utf8_lossy(&out.stdout).into_owned();
             print!("{line}");
-            // The Mevents/s column, fourth from the end (scenario names have spaces).
+            // The Mevents/s column, fifth from the end (scenario names have spaces).
             let cols: Vec<&str> = line.split_whitespace().collect();
-            if let Some(rate) = cols.len().checked_sub(4).and_then(|i| cols[i].parse::<f64>().ok()) {
+            if let Some(rate) = cols.len().checked_sub(5).and_then(|i| cols[i].parse::<f64>().ok()) {
                 rates.push(rate);
             }
         }
@@ -72,12 +73,18 @@ pub fn run_one(index: usize, policy: &str, quick: bool) -> Result<(), Failure> {
         )));
     };
     let w = if quick { quick_workload } else { workload };
+    let workload = Workload::parse(w)?;
+    // Every sender writes `loops` messages to each receiver of its group.
+    let messages = match &workload {
+        Workload::Hackbench(h) => h.groups * h.fds * h.fds * h.loops,
+        _ => 0,
+    };
     let spec = RunSpec {
         topo: parse_topology(topo)?,
         machine: crate::machines::load("broadwell-ep")?,
         policy: policy.into(),
         sysctls: Vec::new(),
-        workload: Workload::parse(w)?,
+        workload,
         cfg: RunConfig { seed: 1, check: false, ..RunConfig::default() },
     };
     schedlab_policies::policy_by_name(policy, &[])?;
@@ -87,7 +94,7 @@ pub fn run_one(index: usize, policy: &str, quick: bool) -> Result<(), Failure> {
     let wall = t0.elapsed().as_secs_f64().max(1e-9);
     check_result(&r, false)?;
     println!(
-        "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9.3} {:>10.2} {:>9.3} {:>12.3} {:>10.1}",
+        "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9.3} {:>10.2} {:>9.2} {:>9.3} {:>12.3} {:>10.1}",
         name,
         policy,
         r.ncpus,
@@ -95,6 +102,7 @@ pub fn run_one(index: usize, policy: &str, quick: bool) -> Result<(), Failure> {
         r.events,
         wall,
         r.events as f64 / wall / 1e6,
+        messages as f64 / wall / 1e6,
         r.end_ns as f64 / 1e9,
         r.end_ns as f64 / 1e9 / wall,
         peak_rss_kib().unwrap_or(0) as f64 / 1024.0
