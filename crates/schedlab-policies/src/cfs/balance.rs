@@ -512,7 +512,14 @@ impl Cfs {
         let mut pulled = 0;
         // v3.0 has no root-domain overload flag and no per-domain cost gate (v3.11).
         let v30 = self.version == KernelVersion::V3_0;
-        if avg_idle < self.sysctl.migration_cost_ns || !(self.rd_overload || v30) {
+        // v5.16+ (so every EEVDF release) gates on the lowest domain's newidle cost
+        // instead of sched_migration_cost (`sched_balance_newidle()` v6.18 L12828).
+        let gate_ns = if self.version.eevdf() {
+            self.doms[cpu].domains.first().map_or(0, |d| d.max_newidle_lb_cost_ns)
+        } else {
+            self.sysctl.migration_cost_ns
+        };
+        if avg_idle < gate_ns || !(self.rd_overload || v30) {
             sys.stats[cpu].newidle_skipped += 1;
             for d in &self.doms[cpu].domains {
                 next_balance = next_balance.min(
@@ -545,9 +552,17 @@ impl Cfs {
                     let (n, _) = self.load_balance(sys, cpu, i, IdleType::NewlyIdle, cpu);
                     pulled += n;
                     let cost = sys.stats[cpu].sched_ns - before;
-                    let d = &mut self.doms[cpu].domains[i];
-                    d.max_newidle_lb_cost_ns = d.max_newidle_lb_cost_ns.max(cost);
                     curr_cost += cost;
+                    let v618 = self.version >= KernelVersion::V6_18;
+                    let cap = self.sysctl.migration_cost_ns + 200;
+                    let d = &mut self.doms[cpu].domains[i];
+                    // v6.18.0-6.18.2: a pass that pulled nothing books 1.5x the
+                    // domain's cost so far, and update_newidle_cost() caps what it
+                    // keeps at sched_migration_cost + 200 ns (reverted in 6.18.3).
+                    let cost = if v618 && n == 0 { 3 * d.max_newidle_lb_cost_ns / 2 } else { cost };
+                    if cost > d.max_newidle_lb_cost_ns {
+                        d.max_newidle_lb_cost_ns = if v618 { cost.min(cap) } else { cost };
+                    }
                 }
                 let d = &self.doms[cpu].domains[i];
                 next_balance = next_balance.min(

@@ -144,15 +144,36 @@ impl Cfs {
         imbalance
     }
 
+    /// `update_idle_cpu_scan()` (v6.0+; v6.6 L10271, v6.12 L10903, v6.18 L10948),
+    /// from a periodic or idle balance of the LLC-wide domain: SIS_UTIL's scan
+    /// depth, the LLC's CPUs times 1 - (util·imbalance_pct)², floored (so a
+    /// 2-CPU LLC stops scanning from 60.5% busy, an 8-CPU one from 80%).
+    pub(crate) fn update_idle_cpu_scan(&mut self, this_cpu: usize, sd_idx: usize, sum_util: u64) {
+        if !self.version.eevdf() || !self.feat.sis_util {
+            return;
+        }
+        let d = &self.doms[this_cpu];
+        let llc_weight = d.sd_llc_size as u64;
+        if d.domains[sd_idx].span.count() as u64 != llc_weight {
+            return;
+        }
+        let pct = u64::from(d.domains[sd_idx].imbalance_pct);
+        let x = sum_util / llc_weight.max(1);
+        let tmp = (x * x * pct * pct / (10_000 * 1024)).min(1024);
+        let y = 1024 - tmp;
+        let llc = self.llc_id(this_cpu);
+        self.nr_idle_scan[llc] = y * llc_weight / 1024;
+    }
+
     /// `update_sg_lb_stats()` (v5.10 L8377; v5.15 L8605). Sets `overload` when a
-    /// CPU has more than one task.
+    /// CPU has more than one task. v6.18 counts runnable tasks (`h_nr_runnable`).
     fn sg_stats5(&self, sys: &System, span: &CpuSet, capacity: u64, pct: u64, overload: &mut bool) -> Sg5 {
         let mut s = Sg5::empty(span, capacity);
         for i in span.iter() {
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
             s.group_runnable += self.cpu_runnable(i);
-            let nr = self.rq[i].cfs.h_nr_running as u64;
+            let nr = self.h_nr_runnable(i) as u64;
             s.sum_nr_running += nr;
             if nr > 1 {
                 *overload = true;
@@ -215,11 +236,13 @@ impl Cfs {
         let mut busiest: Option<Sg5> = None;
         let (mut total_load, mut total_capacity) = (0u64, 0u64);
         let mut scanned = 0u64;
+        let mut sum_util = 0u64;
         for (i, (span, capacity)) in groups.iter().enumerate() {
             scanned += span.count() as u64;
             let s = self.sg_stats5(sys, span, *capacity, pct, &mut overload);
             total_load += s.group_load;
             total_capacity += s.group_capacity;
+            sum_util += s.group_util;
             if i == 0 {
                 local = Some(s);
             } else if Self::pick_busiest5(&s, busiest.as_ref()) {
@@ -229,6 +252,9 @@ impl Cfs {
         Self::balance_cost(sys, charge_cpu, scanned, 0, 0);
         if is_root {
             self.rd_overload = overload;
+        }
+        if idle != IdleType::NewlyIdle {
+            self.update_idle_cpu_scan(this_cpu, sd_idx, sum_util);
         }
         let mut local = local.expect("local group");
         let Some(busiest) = busiest else {
@@ -484,7 +510,7 @@ impl Cfs {
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
             s.group_runnable += self.cpu_runnable(i);
-            let nr = self.rq[i].cfs.h_nr_running as u64;
+            let nr = self.h_nr_runnable(i) as u64;
             s.sum_nr_running += nr;
             if nr == 0 && self.idle_cpu(sys, i) {
                 s.idle_cpus += 1;

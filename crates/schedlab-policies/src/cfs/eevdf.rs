@@ -405,46 +405,59 @@ impl Cfs {
         }
     }
 
-    /// `yield_task_fair()` of v6.6+: v6.6/v6.12 push the yielder's deadline one
-    /// slice later; v6.18 first forfeits the rest of its slice (vruntime moved to
-    /// the deadline) if it is eligible.
-    pub fn yield_eevdf(&mut self, q: usize, cpu: usize, e: Ent) {
-        if self.version >= KernelVersion::V6_18 && self.entity_eligible(q, cpu, e) {
-            let se = self.ent_mut(e);
-            se.vruntime = se.deadline;
-            self.update_min_vruntime_eevdf(q, cpu);
-        }
+    /// `yield_task_fair()` of v6.6 to v6.18.0: the yielder's deadline moves one
+    /// slice later. (Forfeiting the rest of the slice, vruntime = deadline, is
+    /// v6.19's 79104becf42b, backported to 6.18.2; not modelled: no shipped
+    /// workload yields.) With v6.18's `vprot` untouched, an eligible protected
+    /// yielder is usually picked again.
+    pub fn yield_eevdf(&mut self, e: Ent) {
         let res = self.res;
         let se = self.ent_mut(e);
         se.deadline += calc_delta_fair(se.slice_ns, &mut se.load, res);
     }
 
-    /// `reweight_eevdf()` (v6.6, v6.12): a queued entity's new weight keeps its lag
-    /// (`V - v` scales by old/new weight) and its deadline's distance from V scales
-    /// the same way. V is taken with the entity out of the tree's sums (the caller
-    /// has taken it out), as `reweight_entity()` does. v6.18 instead saves the lag,
-    /// scales it and the relative deadline, and re-places the entity
-    /// (`place_entity()`), which `reweight_queued_eevdf` does for it.
-    pub fn reweight_eevdf(&mut self, q: usize, cpu: usize, e: Ent, old_weight: u64, new_weight: u64) {
-        let v = self.avg_vruntime(q, cpu);
-        let se = self.ent_mut(e);
+    /// `reweight_eevdf()` (v6.12 L3768): a queued entity's new weight keeps its lag,
+    /// clamped as at dequeue (`entity_lag()`), scaled by old/new weight, and its
+    /// deadline's distance from V scales the same way. `v` is V taken before the
+    /// entity left the tree's sums, as v6.12's `reweight_entity()` does.
+    pub fn reweight_eevdf(&mut self, v: u64, e: Ent, old_weight: u64, new_weight: u64) {
         let (old, new) = (i128::from(old_weight), i128::from(new_weight.max(1)));
+        let res = self.res;
+        let tick = self.tick_ns;
+        let se = self.ent_mut(e);
         if v != se.vruntime {
-            let vlag = i128::from(v.wrapping_sub(se.vruntime) as i64) * old / new;
+            let limit = calc_delta_fair((2 * se.slice_ns).max(tick), &mut se.load.clone(), res) as i64;
+            let lag = (v.wrapping_sub(se.vruntime) as i64).clamp(-limit, limit);
+            let vlag = i128::from(lag) * old / new;
             se.vruntime = v.wrapping_sub(vlag as i64 as u64);
         }
         let vslice = i128::from(se.deadline.wrapping_sub(v) as i64) * old / new;
         se.deadline = v.wrapping_add(vslice as i64 as u64);
     }
 
-    /// A weight change of queued entity `e` on group `q`'s cfs_rq, by version:
-    /// called with `e` out of the tree's sums and its load already at `new_weight`
-    /// for v6.18's re-placement (the kernel's `reweight_entity()`).
-    pub fn reweight_queued_eevdf(&mut self, q: usize, cpu: usize, e: Ent, old_weight: u64, new_weight: u64) {
-        if self.version < KernelVersion::V6_18 {
-            self.reweight_eevdf(q, cpu, e, old_weight, new_weight);
-            return;
+    /// A weight change of queued entity `e` on group `q`'s cfs_rq (the kernel's
+    /// `reweight_entity()`), called with `e` out of the tree's sums and its load
+    /// already at `new_weight`; `v_before` is V before `e` left the sums.
+    /// v6.6.0 keeps the vruntime and scales only the deadline's distance from it
+    /// (so the lag is not kept: `reweight_eevdf()` came in v6.7); v6.12 keeps the
+    /// lag (`reweight_eevdf()`); v6.18 saves the lag, scales it and the relative
+    /// deadline, and places the entity again.
+    pub fn reweight_queued_eevdf(&mut self, q: usize, cpu: usize, e: Ent, v_before: u64, old_weight: u64, new_weight: u64) {
+        let (old, new) = (i128::from(old_weight), i128::from(new_weight.max(1)));
+        match self.version {
+            KernelVersion::V6_6 => {
+                let se = self.ent_mut(e);
+                let rel = i128::from(se.deadline.wrapping_sub(se.vruntime) as i64) * old / new;
+                se.deadline = se.vruntime.wrapping_add(rel as i64 as u64);
+                return;
+            }
+            KernelVersion::V6_12 => {
+                self.reweight_eevdf(v_before, e, old_weight, new_weight);
+                return;
+            }
+            _ => {}
         }
+        let is_curr = self.cfs(q, cpu).curr == Some(e);
         self.update_entity_lag(q, cpu, e);
         let (old, new) = (i128::from(old_weight), i128::from(new_weight.max(1)));
         let se = self.ent_mut(e);
@@ -456,6 +469,12 @@ impl Cfs {
         self.cfs_mut(q, cpu).nr_running -= 1;
         self.place_entity_eevdf(q, cpu, e, false);
         self.cfs_mut(q, cpu).nr_running += 1;
+        if is_curr {
+            // `vprot` shares its storage with `vlag` (a union in struct
+            // sched_entity): saving the lag of the running entity overwrote it.
+            let se = self.ent_mut(e);
+            se.vprot = se.vlag as u64;
+        }
     }
 
     /// The weight change of a sleeping entity: its stored lag is `V - v`, so the
@@ -783,15 +802,20 @@ mod tests {
     }
 
     #[test]
-    fn reweight_keeps_the_lag_v66_and_replaces_v618() {
+    fn reweight_by_release() {
         let w0 = LoadWeight::for_nice(0, crate::cfs::weights::LoadRes::HIGH).weight;
         let w5 = LoadWeight::for_nice(-5, crate::cfs::weights::LoadRes::HIGH).weight;
+        // a, b at MIN and p at MIN - 1.5 ms (deadline MIN + 1.5 ms), all nice 0; p
+        // goes to nice -5 (weight 3121).
         for (version, want_v, want_d) in [
-            // V = MIN (a, b at MIN; c out of the sums): V - v = 1.5 ms x 1024/3121 =
-            // 492149; d - V = 1.5 ms scales the same way.
-            ("6.6", MIN - 492_149, MIN + 492_149),
-            // v6.18: vlag 1.5 ms -> 492149, relative deadline 3 ms -> 984299, then
-            // placed with W = 2048, w = 3121: 492149 x 5169 / 2048 = 1242147.
+            // v6.6.0: vruntime kept; deadline - vruntime = 3 ms x 1024/3121 = 984299.
+            ("6.6", MIN - 1_500_000, MIN - 1_500_000 + 984_299),
+            // v6.12: V before p leaves = MIN - 0.5 ms; lag 1 ms x 1024/3121 = 328099;
+            // d - V = 2 ms x 1024/3121 = 656199.
+            ("6.12", MIN - 500_000 - 328_099, MIN - 500_000 + 656_199),
+            // v6.18: lag without p (V = MIN) 1.5 ms -> 492149, relative deadline 3 ms
+            // -> 984299, then placed with W = 2048, w = 3121: 492149 x 5169 / 2048 =
+            // 1242147.
             ("6.18", MIN - 1_242_147, MIN - 1_242_147 + 984_299),
         ] {
             let mut c = eevdf_on(version, "x6-2-20", None);
@@ -801,9 +825,10 @@ mod tests {
             queue_at(&mut c, b, MIN, MIN + 3_000_000);
             c.se[p].slice_ns = 3_000_000;
             queue_at(&mut c, p, MIN - 1_500_000, MIN + 1_500_000);
+            let v_before = c.avg_vruntime(0, 0);
             c.tree_remove(0, 0, Ent::Task(p));
             c.se[p].load = LoadWeight::new(w5);
-            c.reweight_queued_eevdf(0, 0, Ent::Task(p), w0, w5);
+            c.reweight_queued_eevdf(0, 0, Ent::Task(p), v_before, w0, w5);
             assert_eq!((c.se[p].vruntime, c.se[p].deadline), (want_v, want_d), "{version}");
         }
     }
@@ -849,6 +874,24 @@ mod tests {
         assert_eq!(c.se[a].vlag, 0);
         assert_eq!(c.se[a].vruntime, c.avg_vruntime(0, 0));
         assert_eq!(c.check_eevdf(0), None);
+    }
+
+    #[test]
+    fn sis_util_stops_scanning_a_busy_llc() {
+        // x = mean util; nr_idle_scan = (1024 - x²·117²/(10000·1024)) · llc / 1024,
+        // floored: 2 CPUs scan one CPU up to x = 619 and none from 620; 8 CPUs one
+        // CPU at 819 and none at 820.
+        for (spec, llc, x_last, x_none) in [("kvm-2", 2u64, 619u64, 620u64), ("1x1x8x1", 8, 819, 820)] {
+            let mut c = eevdf_on("6.12", spec, None);
+            assert_eq!(c.nr_idle_scan[0], 0, "nothing scanned before the first balance");
+            let sd = c.doms[0].domains.len() - 1;
+            c.update_idle_cpu_scan(0, sd, 0);
+            assert_eq!(c.nr_idle_scan[0], llc, "{spec} idle");
+            c.update_idle_cpu_scan(0, sd, x_last * llc);
+            assert_eq!(c.nr_idle_scan[0], 1, "{spec} at {x_last}");
+            c.update_idle_cpu_scan(0, sd, x_none * llc);
+            assert_eq!(c.nr_idle_scan[0], 0, "{spec} at {x_none}");
+        }
     }
 
     #[test]

@@ -202,6 +202,9 @@ pub struct Cfs {
     pub has_idle_cores: Vec<bool>,
     /// Per LLC: `sd_llc->avg_scan_cost`.
     pub avg_scan_cost_ns: Vec<u64>,
+    /// Per LLC: `sd_llc_shared->nr_idle_scan` (SIS_UTIL), 0 until the first
+    /// periodic balance at the LLC level sets it.
+    pub nr_idle_scan: Vec<u64>,
     /// Per LLC: STEAL's `cfs_overload_cpus`.
     pub overload_cpus: Vec<schedlab_core::cpuset::CpuSet>,
     /// `rd->overload`.
@@ -278,6 +281,7 @@ impl Cfs {
             doms: Vec::new(),
             has_idle_cores: Vec::new(),
             avg_scan_cost_ns: Vec::new(),
+            nr_idle_scan: Vec::new(),
             overload_cpus: Vec::new(),
             rd_overload: false,
             nohz_next_balance: 0,
@@ -587,8 +591,16 @@ impl Cfs {
         let sleep = kind != DequeueKind::Save;
         let delayed = kind == DequeueKind::Delayed;
         if eevdf && kind == DequeueKind::Sleep && self.feat.delay_dequeue && matches!(e, Ent::Task(_)) {
-            self.clear_buddies(q, cpu, e);
+            // v6.18 clears the buddies first; v6.12.0 only a next buddy pointing
+            // here, and only when it delays.
+            let v618 = self.version >= KernelVersion::V6_18;
+            if v618 {
+                self.clear_buddies(q, cpu, e);
+            }
             if !self.entity_eligible(q, cpu, e) {
+                if !v618 && self.cfs(q, cpu).next == Some(e) {
+                    self.cfs_mut(q, cpu).next = None;
+                }
                 self.update_load_avg_se(q, cpu, Some(e), now);
                 self.ent_mut(e).sched_delayed = true;
                 return false;
@@ -978,6 +990,17 @@ impl Cfs {
         self.rq[cpu].cfs.avg.util_avg.min(self.rq[cpu].cpu_capacity)
     }
 
+    /// Tasks the balancer counts on `cpu`: v6.14+ `h_nr_runnable` leaves out
+    /// delayed tasks, earlier releases count them (`h_nr_running`).
+    pub fn h_nr_runnable(&self, cpu: usize) -> usize {
+        let rq = &self.rq[cpu];
+        if self.version >= KernelVersion::V6_18 {
+            rq.cfs.h_nr_running - rq.nr_delayed
+        } else {
+            rq.cfs.h_nr_running
+        }
+    }
+
     /// `idle_cpu()`: nothing running or queued, and not already woken.
     pub fn idle_cpu(&self, sys: &System, cpu: usize) -> bool {
         sys.cpu_idle(cpu) && self.rq[cpu].cfs.h_nr_running == 0
@@ -1109,6 +1132,7 @@ impl Cfs {
         let nllc = self.doms.iter().map(|d| d.sd_llc_id).max().unwrap_or(0) + 1;
         self.has_idle_cores = vec![false; nllc];
         self.avg_scan_cost_ns = vec![0; nllc];
+        self.nr_idle_scan = vec![0; nllc];
         self.overload_cpus = vec![schedlab_core::cpuset::CpuSet::new(n); nllc];
         self.steal_enabled = self.feat.steal && topo.node_cpus.len() <= self.steal_node_limit;
         self.tg = vec![TaskGroup {
@@ -1381,7 +1405,7 @@ impl SchedClass for Cfs {
         self.clear_buddies(q, cpu, Ent::Task(curr));
         self.update_curr(q, cpu, sys.now_ns);
         if self.version.eevdf() {
-            self.yield_eevdf(q, cpu, Ent::Task(curr));
+            self.yield_eevdf(Ent::Task(curr));
             self.flush_resched(sys);
             return;
         }
@@ -1397,8 +1421,12 @@ impl SchedClass for Cfs {
         let now = sys.now_ns;
         let is_curr = self.cfs(q, cpu).curr == Some(Ent::Task(p));
         let old_w = self.se[p].load.weight;
+        let mut v_before = 0;
         if on_rq {
             self.update_curr(q, cpu, now);
+            if self.version.eevdf() {
+                v_before = self.avg_vruntime(q, cpu);
+            }
             if !is_curr {
                 self.tree_remove(q, cpu, Ent::Task(p));
             }
@@ -1412,7 +1440,7 @@ impl SchedClass for Cfs {
             // reweight_entity() of v6.6+: the lag survives the new weight.
             let new_w = self.se[p].load.weight;
             if on_rq {
-                self.reweight_queued_eevdf(q, cpu, Ent::Task(p), old_w, new_w);
+                self.reweight_queued_eevdf(q, cpu, Ent::Task(p), v_before, old_w, new_w);
             } else {
                 self.reweight_sleeping_eevdf(Ent::Task(p), old_w, new_w);
             }

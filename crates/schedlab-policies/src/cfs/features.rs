@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 24] = [
+const NAMES: [&str; 25] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -31,6 +31,7 @@ const NAMES: [&str; 24] = [
     "DELAY_DEQUEUE",
     "DELAY_ZERO",
     "PICK_BUDDY",
+    "SIS_UTIL",
 ];
 
 /// The fair-class features this model reads, with the defaults of one version.
@@ -91,6 +92,8 @@ pub struct Features {
     /// v6.18: pick the next buddy if it is eligible (the buddy itself is set by a
     /// group dequeue, or by NEXT_BUDDY).
     pub pick_buddy: bool,
+    /// v6.0+: bound the idle-CPU scan by the LLC's utilisation (`nr_idle_scan`).
+    pub sis_util: bool,
 }
 
 impl Features {
@@ -131,6 +134,7 @@ impl Features {
             delay_dequeue: v612,
             delay_zero: v612,
             pick_buddy: version >= KernelVersion::V6_18,
+            sis_util: eevdf,
         }
     }
 
@@ -146,6 +150,7 @@ impl Features {
             "PLACE_LAG" | "PLACE_DEADLINE_INITIAL" | "RUN_TO_PARITY" => eevdf,
             "PLACE_REL_DEADLINE" | "PREEMPT_SHORT" | "DELAY_DEQUEUE" | "DELAY_ZERO" => self.version >= V6_12,
             "PICK_BUDDY" => self.version >= V6_18,
+            "SIS_UTIL" => eevdf,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
             // seed patches that target one CFS kernel; SIS_PROP went in v6.12 and
             // the v5.11 NUMA fork rule is unconditional since.
@@ -189,6 +194,7 @@ impl Features {
             "DELAY_DEQUEUE" => &mut self.delay_dequeue,
             "DELAY_ZERO" => &mut self.delay_zero,
             "PICK_BUDDY" => &mut self.pick_buddy,
+            "SIS_UTIL" => &mut self.sis_util,
             _ => return None,
         })
     }

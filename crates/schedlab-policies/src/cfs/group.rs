@@ -257,11 +257,16 @@ impl Cfs {
         let runnable_old = self.se_runnable_ent(e);
         let eevdf = self.version.eevdf();
         let is_curr = self.cfs(q, cpu).curr == Some(e);
+        let mut v_before = 0;
         if on_rq {
             if is_curr {
                 self.update_curr(q, cpu, now);
-            } else if eevdf {
-                self.tree_remove(q, cpu, e);
+            }
+            if eevdf {
+                v_before = self.avg_vruntime(q, cpu);
+                if !is_curr {
+                    self.tree_remove(q, cpu, e);
+                }
             }
             let avg = self.ent(e).avg;
             let cfs = self.cfs_mut(q, cpu);
@@ -282,7 +287,7 @@ impl Cfs {
         }
         if eevdf {
             if on_rq {
-                self.reweight_queued_eevdf(q, cpu, e, old_w, weight);
+                self.reweight_queued_eevdf(q, cpu, e, v_before, old_w, weight);
                 if !is_curr {
                     self.tree_insert(q, cpu, e);
                 }

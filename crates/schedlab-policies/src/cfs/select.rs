@@ -50,7 +50,8 @@ impl Cfs {
         if self.available_idle_cpu(sys, this_cpu) && self.cpus_share_cache(this_cpu, prev_cpu) {
             return Some(if self.available_idle_cpu(sys, prev_cpu) { prev_cpu } else { this_cpu });
         }
-        if sync && self.rq[this_cpu].cfs.h_nr_running == 1 {
+        // v6.18 (L7350) leaves delayed tasks out of the count.
+        if sync && self.h_nr_runnable(this_cpu) == 1 {
             return Some(this_cpu);
         }
         if self.version >= KernelVersion::V5_15 && self.available_idle_cpu(sys, prev_cpu) {
@@ -284,6 +285,14 @@ impl Cfs {
         let this_llc = self.llc_id(this_cpu);
         let span = self.doms[target].domains[llc].span.clone();
         let mut nr = u64::MAX;
+        if self.version.eevdf() && self.feat.sis_util {
+            // SIS_UTIL (v6.0+, `select_idle_cpu()` v6.12 L7720): at most
+            // nr_idle_scan CPUs; none at all when it is 0, idle core expected or not.
+            nr = self.nr_idle_scan[self.llc_id(target)] + 1;
+            if nr == 1 {
+                return None;
+            }
+        }
         if self.feat.sis_prop && !has_idle_core {
             let now_j = self.jiffies(sys.now_ns);
             let rq = &mut self.rq[this_cpu];
