@@ -596,23 +596,28 @@ impl Cfs {
             self.nohz_idle_balance(sys, cpu);
         }
         let mut picked: Vec<Ent> = Vec::new();
-        loop {
-            if self.rq[cpu].cfs.h_nr_running > 0 {
+        'pick: loop {
+            // Entities, not tasks: a delayed empty group entity is queued too.
+            if self.rq[cpu].cfs.nr_running > 0 {
                 picked.clear();
                 let mut q = 0;
                 let task = loop {
                     let curr = prev_chain.iter().copied().find(|&e| self.q_of(e) == q);
-                    let e = self.pick_next_entity_eevdf(q, cpu, curr).expect("a cfs_rq with tasks below has an entity");
+                    let e = self.pick_next_entity_eevdf(q, cpu, curr).expect("a cfs_rq with entities has a pick");
+                    if self.ent(e).sched_delayed {
+                        // Eligible now: it leaves for good and the pick starts over.
+                        match e {
+                            Ent::Task(p) => self.dequeue_task_fair_flags(cpu, p, super::fair::DequeueKind::Delayed, now),
+                            Ent::Group(..) => self.dequeue_delayed_group(cpu, e, now),
+                        }
+                        continue 'pick;
+                    }
                     picked.push(e);
                     match e {
                         Ent::Group(g, _) => q = g,
                         Ent::Task(p) => break p,
                     }
                 };
-                if self.se[task].sched_delayed {
-                    self.dequeue_task_fair_flags(cpu, task, super::fair::DequeueKind::Delayed, now);
-                    continue;
-                }
                 for &e in &picked {
                     let q = self.q_of(e);
                     self.set_next_entity(q, cpu, e, now);
@@ -860,6 +865,48 @@ mod tests {
                 assert!(!c.se[a].sched_delayed);
             }
         }
+    }
+
+    #[test]
+    fn an_ineligible_group_entity_whose_queue_empties_is_delayed_too() {
+        use crate::cfs::fair::CfsRq;
+        use crate::cfs::group::TaskGroup;
+        let mut c = eevdf_on("6.12", "x6-2-20", None);
+        let n = c.rq.len();
+        let group_se = Se { load: LoadWeight::new(c.res.nice_0_load()), rq_cpu: usize::MAX, ..Se::blank() };
+        c.tg.push(TaskGroup {
+            parent: 0,
+            level: 1,
+            shares: c.res.nice_0_load(),
+            load_avg: 0,
+            load_weight: 0,
+            cfs_rq: vec![CfsRq { min_vruntime: MIN, ..CfsRq::default() }; n],
+            se: vec![group_se; n],
+        });
+        let (t, u) = (add_task(&mut c, 0), add_task(&mut c, 0));
+        c.task_group[t] = 1;
+        c.enqueue_task_fair(0, u, true, false, 0);
+        c.enqueue_task_fair(0, t, true, false, 0);
+        // The group runs t, and both are 2 ms past where they started: at the root
+        // V = 1 ms, so the group's entity is ineligible; in the group t is alone.
+        let g = Ent::Group(1, 0);
+        c.tree_remove(0, 0, g);
+        c.rq[0].cfs.curr = Some(g);
+        c.tree_remove(1, 0, Ent::Task(t));
+        c.tg[1].cfs_rq[0].curr = Some(Ent::Task(t));
+        c.ent_mut(g).vruntime += 2_000_000;
+        c.se[t].vruntime += 2_000_000;
+        c.dequeue_task_fair_flags(0, t, DequeueKind::Sleep, 0);
+        assert!(!c.se[t].on_rq && !c.se[t].sched_delayed, "t is eligible in its own queue: gone");
+        assert!(c.ent(g).on_rq && c.ent(g).sched_delayed, "the emptied group entity stays, delayed");
+        assert_eq!((c.rq[0].cfs.h_nr_running, c.rq[0].cfs.nr_running, SchedClass::nr_running(&c, 0)), (1, 2, 1));
+        // Switched out, then t wakes: its group's entity is requeued where it sits.
+        c.tg[1].cfs_rq[0].curr = None;
+        c.put_prev_entity(0, 0, g, 0);
+        c.enqueue_task_fair(0, t, true, false, 0);
+        assert!(c.ent(g).on_rq && !c.ent(g).sched_delayed);
+        assert_eq!((c.rq[0].cfs.h_nr_running, c.rq[0].cfs.nr_running), (2, 2));
+        assert_eq!(c.check_eevdf(0), None);
     }
 
     #[test]

@@ -590,7 +590,7 @@ impl Cfs {
         let eevdf = self.version.eevdf();
         let sleep = kind != DequeueKind::Save;
         let delayed = kind == DequeueKind::Delayed;
-        if eevdf && kind == DequeueKind::Sleep && self.feat.delay_dequeue && matches!(e, Ent::Task(_)) {
+        if eevdf && kind == DequeueKind::Sleep && self.feat.delay_dequeue {
             // v6.18 clears the buddies first; v6.12.0 only a next buddy pointing
             // here, and only when it delays.
             let v618 = self.version >= KernelVersion::V6_18;
@@ -671,6 +671,11 @@ impl Cfs {
         let (mut wakeup, mut migrated, mut initial) = (wakeup, migrated, initial);
         while let Some(e) = at {
             if self.ent(e).on_rq {
+                if self.ent(e).sched_delayed {
+                    // A delayed (empty) group entity: woken where it sits (v6.12).
+                    let q = self.q_of(e);
+                    self.requeue_delayed_entity(q, cpu, e);
+                }
                 break;
             }
             let q = self.q_of(e);
@@ -711,24 +716,50 @@ impl Cfs {
     /// `h_nr_running`) and leaves the balancer's list; `delayed` is the later
     /// final dequeue of such a task (`DEQUEUE_DELAYED`), when it is picked.
     pub fn dequeue_task_fair_flags(&mut self, cpu: usize, p: TaskId, kind: DequeueKind, now: u64) {
-        let mut at = Some(Ent::Task(p));
+        if !self.dequeue_entities(cpu, Ent::Task(p), kind, now) {
+            let key = self.se[p].mru_key;
+            self.rq[cpu].cfs.cfs_tasks.remove(&key);
+            self.rq[cpu].nr_delayed += 1;
+            self.nr_total -= 1;
+            return;
+        }
+        if kind == DequeueKind::Delayed {
+            // Already out of the runnable count since its dequeue was delayed.
+            self.rq[cpu].nr_delayed -= 1;
+        } else {
+            self.nr_total -= 1;
+        }
+        if self.rq[cpu].cfs.h_nr_running == 1 {
+            self.overload_clear(cpu);
+        }
+    }
+
+    /// `dequeue_entities()` (v6.12 L7084; `dequeue_task_fair()` before): `start`
+    /// leaves its cfs_rq, then each ancestor whose cfs_rq it leaves empty, as a
+    /// sleep (`DEQUEUE_SLEEP`, never `SPECIAL`, so from v6.12 an ineligible group
+    /// entity may be delayed and stay queued, empty, until picked); the rest of the
+    /// path only loses the tasks counted below. False when `start` is a task whose
+    /// own dequeue was delayed: it stays counted everywhere.
+    fn dequeue_entities(&mut self, cpu: usize, start: Ent, kind: DequeueKind, now: u64) -> bool {
+        // A task takes itself out of every level's count; a (delayed, empty) group
+        // entity takes nothing.
+        let h = match start {
+            Ent::Task(_) => 1,
+            Ent::Group(..) => 0,
+        };
         let sleep = kind != DequeueKind::Save;
-        let delayed = kind == DequeueKind::Delayed;
-        let mut flag_sleep = sleep;
-        let mut first_kind = kind;
+        let mut kind = kind;
+        let mut at = Some(start);
         while let Some(e) = at {
             let q = self.q_of(e);
-            let this_kind = if flag_sleep && first_kind == DequeueKind::Save { DequeueKind::Special } else { first_kind };
-            if !self.dequeue_entity(q, cpu, e, this_kind, now) {
-                let key = self.se[p].mru_key;
-                self.rq[cpu].cfs.cfs_tasks.remove(&key);
-                self.rq[cpu].nr_delayed += 1;
-                self.nr_total -= 1;
-                return;
+            if !self.dequeue_entity(q, cpu, e, kind, now) {
+                if e == start {
+                    return false;
+                }
+                // A delayed parent: its cfs_rq and those above still lose the task.
+                break;
             }
-            // Levels above leave as sleeps (DEQUEUE_SLEEP), never delayed here.
-            first_kind = DequeueKind::Special;
-            self.cfs_mut(q, cpu).h_nr_running -= 1;
+            self.cfs_mut(q, cpu).h_nr_running -= h;
             if self.cfs(q, cpu).load.weight > 0 {
                 at = self.parent_ent(e, cpu);
                 if sleep {
@@ -738,25 +769,22 @@ impl Cfs {
                 }
                 break;
             }
-            flag_sleep = true;
+            kind = DequeueKind::Sleep;
             at = self.parent_ent(e, cpu);
         }
         while let Some(e) = at {
             let q = self.q_of(e);
-            self.cfs_mut(q, cpu).h_nr_running -= 1;
+            self.cfs_mut(q, cpu).h_nr_running -= h;
             self.update_load_avg_se(q, cpu, Some(e), now);
             self.update_cfs_group(e, now);
             at = self.parent_ent(e, cpu);
         }
-        if delayed {
-            // Already out of the runnable count since its dequeue was delayed.
-            self.rq[cpu].nr_delayed -= 1;
-        } else {
-            self.nr_total -= 1;
-        }
-        if self.rq[cpu].cfs.h_nr_running == 1 {
-            self.overload_clear(cpu);
-        }
+        true
+    }
+
+    /// The final dequeue of a delayed group entity picked on `cpu`.
+    pub fn dequeue_delayed_group(&mut self, cpu: usize, e: Ent, now: u64) {
+        self.dequeue_entities(cpu, e, DequeueKind::Delayed, now);
     }
 
     /// A task leaving this CPU for good (migration, exit): take its load with it
