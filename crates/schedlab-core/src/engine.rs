@@ -1282,7 +1282,10 @@ impl Engine {
         let mut keep = None;
         let outcome = match op {
             Op::Pipe => {
-                self.chans.push(Channel::Pipe(Pipe::default()));
+                let wake_writer_on_freed_slot = self.policy.linux_release().is_some_and(|v| v >= (6, 14));
+                let mut pipe = Pipe::default();
+                pipe.wake_writer_on_freed_slot = wake_writer_on_freed_slot;
+                self.chans.push(Channel::Pipe(pipe));
                 result = OpResult::Chan(self.chans.len() - 1);
                 Outcome::Continue
             }

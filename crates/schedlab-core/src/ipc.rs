@@ -104,6 +104,10 @@ pub struct Pipe {
     /// Bytes ever written into and read from the pipe (stream offsets).
     written_bytes: u64,
     read_bytes: u64,
+    /// v6.14+ (`pipe_read()`, "don't wake up the writer if the pipe is still
+    /// full", Oleg Nesterov, 2025): a read wakes a writer only when it freed a slot
+    /// of a full ring; before, whenever the ring was full as the read began.
+    pub wake_writer_on_freed_slot: bool,
 }
 
 impl Pipe {
@@ -208,20 +212,23 @@ impl Pipe {
     /// only `was_full`, taken before the copy: a 100-byte read that leaves the front
     /// page partly consumed still wakes a writer, who finds the ring full and sleeps
     /// again at the tail of `wr_wait` (`___wait_event()` re-checks `pipe_writable()`).
-    /// v4.19 woke writers only when a buffer was released (`do_wakeup`).
+    /// v4.19 woke writers only when a buffer was released (`do_wakeup`); v6.14+
+    /// only when the read freed a slot of a full ring (`wake_writer_on_freed_slot`).
     pub fn read(&mut self, task: TaskId, bytes: u64, wake: &mut Vec<TaskId>) -> IoOutcome {
         if self.slots.is_empty() {
             self.rd_wait.add(task, true);
             return IoOutcome::Blocked;
         }
-        let was_full = self.full();
+        let mut wake_writer = self.full() && !self.wake_writer_on_freed_slot;
         let mut got = 0;
         while got < bytes {
+            let full = self.full();
             let Some(front) = self.slots.front_mut() else { break };
             let take = (front.end - front.off).min(bytes - got);
             front.off += take;
             got += take;
             if front.off == front.end {
+                wake_writer |= self.wake_writer_on_freed_slot && full;
                 self.slots.pop_front();
             }
         }
@@ -229,7 +236,7 @@ impl Pipe {
         while self.writer_runs.front().is_some_and(|&(end, _)| end <= self.read_bytes) {
             self.writer_runs.pop_front();
         }
-        if was_full {
+        if wake_writer {
             self.wr_wait.wake(1, wake);
         }
         if !self.slots.is_empty() && !self.rd_wait.is_empty() {
@@ -439,6 +446,28 @@ mod tests {
         p.rd_wait.add(7, true);
         p.write(2, 0, 100, false, &mut wake);
         assert!(wake.is_empty(), "pipe was not empty: no wakeup");
+    }
+
+    #[test]
+    fn v614_pipe_read_wakes_a_writer_only_when_it_frees_a_slot_of_a_full_ring() {
+        let mut p = pipe_with(640);
+        p.wake_writer_on_freed_slot = true;
+        let mut wake = Vec::new();
+        assert_eq!(p.write(2, 0, 100, false, &mut wake), IoOutcome::Blocked);
+        // 40 messages share a page: 39 reads leave the first page in the ring.
+        for _ in 0..39 {
+            p.read(9, 100, &mut wake);
+        }
+        assert!(wake.is_empty(), "the ring is still full: nobody to wake");
+        // The 40th empties the page: a slot of the full ring is freed.
+        p.read(9, 100, &mut wake);
+        assert_eq!(wake, vec![2]);
+        wake.clear();
+        // Not full any more: freeing the next page wakes nobody.
+        for _ in 0..40 {
+            p.read(9, 100, &mut wake);
+        }
+        assert!(wake.is_empty());
     }
 
     #[test]

@@ -179,6 +179,13 @@ pub trait SchedClass {
         None
     }
 
+    /// The Linux release this class models, as (major, minor), for the kernel
+    /// paths around it whose rules changed between releases (the pipe's writer
+    /// wakeup in v6.14). None for a non-Linux class: the engine's v5.5-v6.13 rules.
+    fn linux_release(&self) -> Option<(u32, u32)> {
+        None
+    }
+
     /// The class asks reschedules with `resched_curr_lazy()` (fair, v6.13+): under
     /// `preempt=lazy` they set the lazy bit only.
     fn lazy_resched(&self) -> bool {

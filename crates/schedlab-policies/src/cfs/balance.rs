@@ -553,15 +553,15 @@ impl Cfs {
                     pulled += n;
                     let cost = sys.stats[cpu].sched_ns - before;
                     curr_cost += cost;
-                    let v618 = self.version >= KernelVersion::V6_18;
+                    let bump = self.feat.newidle_cost_bump;
                     let cap = self.sysctl.migration_cost_ns + 200;
                     let d = &mut self.doms[cpu].domains[i];
-                    // v6.18.0-6.18.2: a pass that pulled nothing books 1.5x the
-                    // domain's cost so far, and update_newidle_cost() caps what it
-                    // keeps at sched_migration_cost + 200 ns (reverted in 6.18.3).
-                    let cost = if v618 && n == 0 { 3 * d.max_newidle_lb_cost_ns / 2 } else { cost };
+                    // v6.18.0-6.18.2 (NEWIDLE_COST_BUMP): a pass that pulled nothing
+                    // books 1.5x the domain's cost so far, and update_newidle_cost()
+                    // caps what it keeps at sched_migration_cost + 200 ns.
+                    let cost = if bump && n == 0 { 3 * d.max_newidle_lb_cost_ns / 2 } else { cost };
                     if cost > d.max_newidle_lb_cost_ns {
-                        d.max_newidle_lb_cost_ns = if v618 { cost.min(cap) } else { cost };
+                        d.max_newidle_lb_cost_ns = if bump { cost.min(cap) } else { cost };
                     }
                 }
                 let d = &self.doms[cpu].domains[i];

@@ -406,11 +406,16 @@ impl Cfs {
     }
 
     /// `yield_task_fair()` of v6.6 to v6.18.0: the yielder's deadline moves one
-    /// slice later. (Forfeiting the rest of the slice, vruntime = deadline, is
-    /// v6.19's 79104becf42b, backported to 6.18.2; not modelled: no shipped
-    /// workload yields.) With v6.18's `vprot` untouched, an eligible protected
-    /// yielder is usually picked again.
-    pub fn yield_eevdf(&mut self, e: Ent) {
+    /// slice later. With v6.18's `vprot` untouched, an eligible protected yielder
+    /// is usually picked again. YIELD_FORFEIT (79104becf42b, v6.19, in 6.18.2):
+    /// an eligible yielder first gives up the rest of its slice (vruntime moved to
+    /// its deadline), which also ends its protection.
+    pub fn yield_eevdf(&mut self, q: usize, cpu: usize, e: Ent) {
+        if self.feat.yield_forfeit && self.entity_eligible(q, cpu, e) {
+            let se = self.ent_mut(e);
+            se.vruntime = se.deadline;
+            self.update_min_vruntime_eevdf(q, cpu);
+        }
         let res = self.res;
         let se = self.ent_mut(e);
         se.deadline += calc_delta_fair(se.slice_ns, &mut se.load, res);

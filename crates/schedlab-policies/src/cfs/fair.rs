@@ -1433,7 +1433,7 @@ impl SchedClass for Cfs {
         self.clear_buddies(q, cpu, Ent::Task(curr));
         self.update_curr(q, cpu, sys.now_ns);
         if self.version.eevdf() {
-            self.yield_eevdf(Ent::Task(curr));
+            self.yield_eevdf(q, cpu, Ent::Task(curr));
             self.flush_resched(sys);
             return;
         }
@@ -1539,6 +1539,18 @@ impl SchedClass for Cfs {
 
     fn nr_running(&self, cpu: usize) -> usize {
         self.rq[cpu].cfs.h_nr_running - self.rq[cpu].nr_delayed
+    }
+
+    fn linux_release(&self) -> Option<(u32, u32)> {
+        Some(match self.version {
+            KernelVersion::V3_0 => (3, 0),
+            KernelVersion::V4_19 => (4, 19),
+            KernelVersion::V5_10 => (5, 10),
+            KernelVersion::V5_15 => (5, 15),
+            KernelVersion::V6_6 => (6, 6),
+            KernelVersion::V6_12 => (6, 12),
+            KernelVersion::V6_18 => (6, 18),
+        })
     }
 
     /// v6.13+ fair code asks with `resched_curr_lazy()` (wakeup preemption,

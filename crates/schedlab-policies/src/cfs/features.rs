@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 25] = [
+const NAMES: [&str; 27] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -32,6 +32,8 @@ const NAMES: [&str; 25] = [
     "DELAY_ZERO",
     "PICK_BUDDY",
     "SIS_UTIL",
+    "NEWIDLE_COST_BUMP",
+    "YIELD_FORFEIT",
 ];
 
 /// The fair-class features this model reads, with the defaults of one version.
@@ -94,6 +96,12 @@ pub struct Features {
     pub pick_buddy: bool,
     /// v6.0+: bound the idle-CPU scan by the LLC's utilisation (`nr_idle_scan`).
     pub sis_util: bool,
+    /// Not a features.h name: v6.18.0-6.18.2's newidle cost bump after a pass that
+    /// pulled nothing (reverted in 6.18.3 by d206fbad9328; also in some 6.12.y).
+    pub newidle_cost_bump: bool,
+    /// Not a features.h name: "Forfeit vruntime on yield" (79104becf42b, v6.19),
+    /// backported to 6.18.2.
+    pub yield_forfeit: bool,
 }
 
 impl Features {
@@ -135,6 +143,8 @@ impl Features {
             delay_zero: v612,
             pick_buddy: version >= KernelVersion::V6_18,
             sis_util: eevdf,
+            newidle_cost_bump: version == KernelVersion::V6_18,
+            yield_forfeit: false,
         }
     }
 
@@ -151,6 +161,9 @@ impl Features {
             "PLACE_REL_DEADLINE" | "PREEMPT_SHORT" | "DELAY_DEQUEUE" | "DELAY_ZERO" => self.version >= V6_12,
             "PICK_BUDDY" => self.version >= V6_18,
             "SIS_UTIL" => eevdf,
+            // Stable-branch changes, offered where a release's .y took them.
+            "NEWIDLE_COST_BUMP" => matches!(self.version, V6_12 | V6_18),
+            "YIELD_FORFEIT" => self.version == V6_18,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
             // seed patches that target one CFS kernel; SIS_PROP went in v6.12 and
             // the v5.11 NUMA fork rule is unconditional since.
@@ -195,6 +208,8 @@ impl Features {
             "DELAY_ZERO" => &mut self.delay_zero,
             "PICK_BUDDY" => &mut self.pick_buddy,
             "SIS_UTIL" => &mut self.sis_util,
+            "NEWIDLE_COST_BUMP" => &mut self.newidle_cost_bump,
+            "YIELD_FORFEIT" => &mut self.yield_forfeit,
             _ => return None,
         })
     }
