@@ -14,7 +14,7 @@ use schedlab_core::sched::System;
 use schedlab_core::task::TaskId;
 
 use super::balance::IdleType;
-use super::domains::{KernelVersion, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_PKG_RESOURCES};
+use super::domains::{KernelVersion, SchedGroup, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_PKG_RESOURCES};
 use super::fair::Cfs;
 
 /// `SCHED_CAPACITY_SCALE`.
@@ -45,7 +45,8 @@ pub enum MigrationType {
 /// `struct sg_lb_stats` (v5.10 L8125), the fields this model reads.
 #[derive(Clone, Debug)]
 pub struct Sg5 {
-    pub span: CpuSet,
+    /// Which group of the domain this is.
+    pub group: usize,
     pub avg_load: u64,
     pub group_load: u64,
     pub group_capacity: u64,
@@ -59,9 +60,9 @@ pub struct Sg5 {
 }
 
 impl Sg5 {
-    fn empty(span: &CpuSet, capacity: u64) -> Sg5 {
+    fn empty(group: usize, weight: u64, capacity: u64) -> Sg5 {
         Sg5 {
-            span: span.clone(),
+            group,
             avg_load: 0,
             group_load: 0,
             group_capacity: capacity.max(1),
@@ -69,7 +70,7 @@ impl Sg5 {
             group_runnable: 0,
             sum_nr_running: 0,
             idle_cpus: 0,
-            group_weight: span.count() as u64,
+            group_weight: weight,
             group_type: GroupType::HasSpare,
         }
     }
@@ -154,7 +155,8 @@ impl Cfs {
         }
         let d = &self.doms[this_cpu];
         let llc_weight = d.sd_llc_size as u64;
-        if d.domains[sd_idx].span.count() as u64 != llc_weight {
+        // The kernel compares span weights; the domain spanning the LLC is sd_llc.
+        if d.sd_llc != Some(sd_idx) {
             return;
         }
         let pct = u64::from(d.domains[sd_idx].imbalance_pct);
@@ -167,8 +169,9 @@ impl Cfs {
 
     /// `update_sg_lb_stats()` (v5.10 L8377; v5.15 L8605). Sets `overload` when a
     /// CPU has more than one task. v6.18 counts runnable tasks (`h_nr_runnable`).
-    fn sg_stats5(&self, sys: &System, span: &CpuSet, capacity: u64, pct: u64, overload: &mut bool) -> Sg5 {
-        let mut s = Sg5::empty(span, capacity);
+    fn sg_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool) -> Sg5 {
+        let span = &g.span;
+        let mut s = Sg5::empty(gi, g.weight, g.capacity);
         for i in span.iter() {
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
@@ -223,10 +226,9 @@ impl Cfs {
         let sd = &self.doms[this_cpu].domains[sd_idx];
         let pct = sd.imbalance_pct as u64;
         let sd_flags = sd.flags;
-        let groups: Vec<(CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
         let prefer_sibling = sd_idx > 0 && self.doms[this_cpu].domains[sd_idx - 1].flags & SD_PREFER_SIBLING != 0;
         let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
-        if !self.should_we_balance(sys, this_cpu, &groups[0].0, idle) {
+        if !self.should_we_balance(sys, this_cpu, &self.doms[this_cpu].domains[sd_idx].groups[0].span, idle) {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, false);
         }
@@ -237,9 +239,11 @@ impl Cfs {
         let (mut total_load, mut total_capacity) = (0u64, 0u64);
         let mut scanned = 0u64;
         let mut sum_util = 0u64;
-        for (i, (span, capacity)) in groups.iter().enumerate() {
-            scanned += span.count() as u64;
-            let s = self.sg_stats5(sys, span, *capacity, pct, &mut overload);
+        // Borrowed out of the domain for the scan (no copies of the spans).
+        let groups = std::mem::take(&mut self.doms[this_cpu].domains[sd_idx].groups);
+        for (i, g) in groups.iter().enumerate() {
+            scanned += g.weight;
+            let s = self.sg_stats5(sys, i, g, pct, &mut overload);
             total_load += s.group_load;
             total_capacity += s.group_capacity;
             sum_util += s.group_util;
@@ -249,6 +253,7 @@ impl Cfs {
                 busiest = Some(s);
             }
         }
+        self.doms[this_cpu].domains[sd_idx].groups = groups;
         Self::balance_cost(sys, charge_cpu, scanned, 0, 0);
         if is_root {
             self.rd_overload = overload;
@@ -278,7 +283,8 @@ impl Cfs {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, true);
         }
-        let Some(src) = self.find_busiest_queue5(&busiest.span, migration, imbalance, self.version) else {
+        let busiest_span = self.doms[this_cpu].domains[sd_idx].groups[busiest.group].span.clone();
+        let Some(src) = self.find_busiest_queue5(&busiest_span, migration, imbalance, self.version) else {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, true);
         };
@@ -502,8 +508,9 @@ impl Cfs {
     /// `update_sg_wakeup_stats()` (v5.10 L8690): the group as `p` would find it. A
     /// forking task is not queued anywhere yet, so the `*_without()` corrections are
     /// only needed for wakeups, which never take this path with default flags.
-    fn sg_wakeup_stats5(&self, sys: &System, span: &CpuSet, capacity: u64, pct: u64, p: TaskId) -> Sg5 {
-        let mut s = Sg5::empty(span, capacity);
+    fn sg_wakeup_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId) -> Sg5 {
+        let span = &g.span;
+        let mut s = Sg5::empty(gi, g.weight, g.capacity);
         s.group_weight = 0;
         for i in span.iter().filter(|&i| sys.tasks[p].can_run_on(i)) {
             s.group_weight += 1;
@@ -518,7 +525,7 @@ impl Cfs {
         }
         // The kernel's group_weight is the whole group's; the loop above only counts
         // CPUs p may use, which is the same for the shipped (unpinned) workloads.
-        s.group_weight = span.count() as u64;
+        s.group_weight = g.weight;
         s.group_type = group_classify(pct, &s);
         if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
             s.avg_load = s.group_load * SCALE / s.group_capacity;
@@ -545,19 +552,18 @@ impl Cfs {
         let sd = &self.doms[this_cpu].domains[sd_idx];
         let pct = sd.imbalance_pct as u64;
         let (sd_flags, span_weight) = (sd.flags, sd.span_weight as u64);
-        let groups: Vec<(CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
         // The allowed load gap: a nice-0 task's load × (imbalance_pct − 100) / 100.
         let imbalance = SCALE * (pct - 100) / 100;
         let mut local: Option<Sg5> = None;
         let mut idlest: Option<(usize, Sg5)> = None;
         let mut scanned = 0u64;
-        for (gi, (span, capacity)) in groups.iter().enumerate() {
-            if !span.iter().any(|c| sys.tasks[p].can_run_on(c)) {
+        for (gi, g) in self.doms[this_cpu].domains[sd_idx].groups.iter().enumerate() {
+            if !g.span.iter().any(|c| sys.tasks[p].can_run_on(c)) {
                 continue;
             }
-            scanned += span.count() as u64;
-            let s = self.sg_wakeup_stats5(sys, span, *capacity, pct, p);
-            if span.contains(this_cpu) {
+            scanned += g.weight;
+            let s = self.sg_wakeup_stats5(sys, gi, g, pct, p);
+            if g.span.contains(this_cpu) {
                 local = Some(s);
             } else if Self::pick_idlest5(&s, idlest.as_ref().map(|(_, s)| s)) {
                 idlest = Some((gi, s));

@@ -258,6 +258,8 @@ pub struct SchedGroup {
     /// ordinary groups; for overlapping NUMA groups only the CPUs whose own child domain is
     /// exactly this group (`build_balance_mask()`).
     pub balance_cpu: usize,
+    /// CPUs in the span (`group_weight`), counted once when built.
+    pub weight: u64,
 }
 
 /// One scheduling domain of one CPU, as `sd_init()` creates it and `cpu_attach_domain()`
@@ -664,7 +666,8 @@ fn balance_mask(chains: &[Vec<SchedDomain>], level: usize, group_span: &CpuSet) 
 fn make_group(span: CpuSet, balance: &CpuSet, caps: &[u64]) -> SchedGroup {
     let capacity = span.iter().map(|c| caps[c]).sum();
     let balance_cpu = balance.next_from(0).or_else(|| span.next_from(0)).unwrap_or(0);
-    SchedGroup { span, capacity, balance_cpu }
+    let weight = span.count() as u64;
+    SchedGroup { span, capacity, balance_cpu, weight }
 }
 
 /// `sd_degenerate()`: a domain of one CPU, or one whose only group makes its
