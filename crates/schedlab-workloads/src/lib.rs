@@ -8,6 +8,7 @@ pub mod params;
 pub mod pft;
 pub mod pipe;
 pub mod schbench;
+pub mod stressng;
 pub mod tbench;
 
 use schedlab_core::error::SpecError;
@@ -20,6 +21,7 @@ pub use make::Make;
 pub use pft::Pft;
 pub use pipe::PipeBench;
 pub use schbench::Schbench;
+pub use stressng::StressNgPipe;
 pub use tbench::Tbench;
 
 /// Workloads this build knows, for help and errors.
@@ -29,6 +31,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100]"),
     ("tbench", "tbench clients=N [runtime_ms=10000] [warmup_ms=2000] (dbench's network mode over loopback TCP)"),
+    ("stress-ng", "stress-ng pipe=N [timeout_ms=20000] [pipe_data_size=512] (the pipe stressor: bogo ops/s)"),
     (
         "make",
         "make [jobs=16] [dirs=640] [files=18000] [scale=1] [tree=1] [dir_parallel=2] [files_sigma_pct=120] [cc_ms=64] [cc_sigma_pct=100] [link_ms=150] [link_sigma_pct=100] [dir_ms=40] [exec_us=1600] [io_pct=10] (make -jN buildworld)",
@@ -49,6 +52,7 @@ pub enum Workload {
     Schbench(Schbench),
     Tbench(Tbench),
     Make(Make),
+    StressNgPipe(StressNgPipe),
 }
 
 impl Workload {
@@ -86,6 +90,11 @@ impl Workload {
                 p.finish("clients, runtime_ms, warmup_ms")?;
                 Ok(Workload::Tbench(b))
             }
+            "stress-ng" => {
+                let b = StressNgPipe::from_params(&mut p)?;
+                p.finish("pipe, timeout_ms, pipe_data_size")?;
+                Ok(Workload::StressNgPipe(b))
+            }
             // `scale` is a decimal fraction, which Params does not read: Make parses
             // its whole spec itself (the other keys through Params, then finish()).
             "make" => Ok(Workload::Make(Make::from_spec(spec)?)),
@@ -106,6 +115,7 @@ impl Workload {
             Workload::Schbench(_) => "schbench",
             Workload::Tbench(_) => "tbench",
             Workload::Make(_) => make::MAKE_COMM,
+            Workload::StressNgPipe(_) => "stress-ng",
         }
     }
 
@@ -118,6 +128,7 @@ impl Workload {
             Workload::Schbench(b) => b.main_program(),
             Workload::Tbench(b) => b.main_program(),
             Workload::Make(b) => b.main_program(),
+            Workload::StressNgPipe(b) => b.main_program(),
         }
     }
 
@@ -131,6 +142,7 @@ impl Workload {
             Workload::Schbench(b) => b.banner(),
             Workload::Tbench(b) => b.banner(),
             Workload::Make(b) => b.banner(),
+            Workload::StressNgPipe(b) => b.banner(),
         }
     }
 
@@ -141,6 +153,7 @@ impl Workload {
         match self {
             Workload::Tbench(_) => Some((Tbench::mb_per_s(res), unit)),
             Workload::Schbench(_) => Some((Schbench::rps(res), unit)),
+            Workload::StressNgPipe(_) => Some((StressNgPipe::bogo_ops_per_s(res), unit)),
             _ => None,
         }
     }
@@ -150,6 +163,7 @@ impl Workload {
         match self {
             Workload::Tbench(_) => Some("MB/sec"),
             Workload::Schbench(_) => Some("rps"),
+            Workload::StressNgPipe(_) => Some("bogo ops/s"),
             _ => None,
         }
     }
@@ -164,6 +178,7 @@ impl Workload {
             Workload::Schbench(b) => b.result_lines(res),
             Workload::Tbench(b) => b.result_lines(res),
             Workload::Make(b) => b.result_lines(res),
+            Workload::StressNgPipe(b) => b.result_lines(res),
         }
     }
 }

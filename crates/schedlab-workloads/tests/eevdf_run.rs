@@ -17,6 +17,7 @@ const WORKLOADS: &[&str] = &[
     "tbench clients=3 runtime_ms=20 warmup_ms=5",
     "pft threads=4 mb=20",
     "make jobs=4 scale=0.005",
+    "stress-ng pipe=4 timeout_ms=20",
 ];
 
 #[test]

@@ -1,0 +1,223 @@
+//! stress-ng's pipe stressor (`stress-ng --pipe N --timeout T`, stress-pipe.c of
+//! 0.15.x): N instances, each a process that creates a pipe and forks a child; the
+//! parent writes `pipe_data_size` bytes per write() in a loop, one bogo op per
+//! write, and the child reads the same size in a loop until the parent stops and
+//! closes its end. stress-ng's main process forks the instances, lets them run for
+//! the timeout and reaps them. Reported as stress-ng's metrics line: bogo ops, the
+//! real time, and bogo ops/s over real time.
+//!
+//! In the model the instances start together (stress-ng starts them one after
+//! another within a few ms, before they synchronise on their first operation) and
+//! the measured window is the timeout. At the timeout the writer stops, writes once
+//! more to wake a reader that may be asleep (the close's EOF in the real program)
+//! and both exit. Bogo ops count only writes completed inside the window.
+//!
+//! Not modelled: the per-write `stress_continue()` check and bogo counter update
+//! (a few ns of user work), data verification (`--verify`), `--pipe-size`, and
+//! stress-ng's own timers and its metrics collection.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use schedlab_core::engine::{MARK_END, MARK_START};
+use schedlab_core::error::SpecError;
+use schedlab_core::program::{ChanId, ForkKind, Op, OpResult, Program};
+use schedlab_core::rng::SimRng;
+use schedlab_core::RunResult;
+
+use crate::params::Params;
+
+/// `Op::Record` metric: one sample per completed write (a bogo op).
+pub const BOGO_OPS: u32 = 1;
+
+/// Most instances a spec may ask for (2 processes each).
+const MAX_INSTANCES: u64 = 4096;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StressNgPipe {
+    /// `--pipe N`: instances.
+    pub instances: u64,
+    /// `--timeout`, ms.
+    pub timeout_ms: u64,
+    /// `--pipe-data-size`: bytes per write and per read (stress-ng's default 512).
+    pub data_size: u64,
+}
+
+impl StressNgPipe {
+    /// Reads `pipe=` (instances, 1), `timeout_ms=` (20000), `pipe_data_size=` (512).
+    pub fn from_params(p: &mut Params) -> Result<Self, SpecError> {
+        Ok(StressNgPipe {
+            instances: p.u64_in("pipe", 1, 1, MAX_INSTANCES)?,
+            timeout_ms: p.u64_in("timeout_ms", 20_000, 1, 3_600_000)?,
+            // stress-ng accepts 4 bytes up to the pipe's size (4 KiB pages here).
+            data_size: p.u64_in("pipe_data_size", 512, 4, 4096)?,
+        })
+    }
+
+    pub fn banner(&self) -> String {
+        format!(
+            "stress-ng: info: dispatching hogs: {} pipe\nstress-ng: info: setting to a {} second run per stressor",
+            self.instances,
+            self.timeout_ms as f64 / 1000.0
+        )
+    }
+
+    /// Completed writes inside the measured window.
+    pub fn bogo_ops(res: &RunResult) -> u64 {
+        res.metrics.get(&BOGO_OPS).map_or(0, |h| h.len())
+    }
+
+    /// bogo ops/s over the real (simulated wall) time of the window.
+    pub fn bogo_ops_per_s(res: &RunResult) -> f64 {
+        Self::bogo_ops(res) as f64 * 1e9 / res.elapsed_ns().max(1) as f64
+    }
+
+    /// stress-ng's metrics line, and the scheduler counts a perf stat beside it
+    /// would show (context switches and migrations of the whole task tree).
+    pub fn result_lines(&self, res: &RunResult) -> String {
+        let ops = Self::bogo_ops(res);
+        let switches: u64 = res.tasks.iter().map(|t| t.switches).sum();
+        let migrations: u64 = res.tasks.iter().map(|t| t.migrations).sum();
+        format!(
+            "stress-ng: info: stressor       bogo ops real time  bogo ops/s\nstress-ng: info: pipe     {:>15} {:>9.2} {:>11.2}\n\
+             context switches {switches} ({:.3} per bogo op), migrations {migrations}",
+            ops,
+            res.elapsed_ns() as f64 / 1e9,
+            Self::bogo_ops_per_s(res),
+            switches as f64 / ops.max(1) as f64
+        )
+    }
+
+    pub fn main_program(&self) -> Box<dyn Program> {
+        Box::new(Main { s: self.clone(), stop: Rc::new(Cell::new(false)), step: 0, reaped: 0 })
+    }
+}
+
+/// stress-ng's main process: starts the instances, sleeps through the timeout,
+/// stops them and reaps them.
+struct Main {
+    s: StressNgPipe,
+    stop: Rc<Cell<bool>>,
+    step: u64,
+    reaped: u64,
+}
+
+impl Program for Main {
+    fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
+        self.step += 1;
+        let n = self.s.instances;
+        match self.step {
+            1 => Op::Mark { label: MARK_START },
+            k if k <= 1 + n => Op::Fork {
+                kind: ForkKind::Process,
+                comm: Some("stress-ng-pipe".into()),
+                program: Box::new(Instance {
+                    size: self.s.data_size,
+                    stop: self.stop.clone(),
+                    closed: Rc::new(Cell::new(false)),
+                    chan: None,
+                    state: WriterState::Setup,
+                }),
+            },
+            k if k == 2 + n => Op::Sleep { ns: self.s.timeout_ms * 1_000_000 },
+            k if k == 3 + n => {
+                self.stop.set(true);
+                Op::Mark { label: MARK_END }
+            }
+            _ if self.reaped < n => {
+                self.reaped += 1;
+                Op::WaitChild
+            }
+            _ => Op::Exit,
+        }
+    }
+}
+
+/// One instance: the pipe's writer, after forking the reader.
+struct Instance {
+    size: u64,
+    stop: Rc<Cell<bool>>,
+    /// Set once the last write is in: the reader's next read is its last (EOF).
+    closed: Rc<Cell<bool>>,
+    chan: Option<ChanId>,
+    state: WriterState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WriterState {
+    Setup,
+    Writing,
+    /// The write after the stop, which wakes a reader asleep on the empty pipe.
+    LastWrite,
+    Reaping,
+    Done,
+}
+
+impl Program for Instance {
+    fn next(&mut self, last: OpResult, _rng: &mut SimRng) -> Op {
+        match self.state {
+            WriterState::Setup => match (last, self.chan) {
+                (OpResult::Chan(c), None) => {
+                    self.chan = Some(c);
+                    self.state = WriterState::Writing;
+                    Op::Fork {
+                        kind: ForkKind::Process,
+                        comm: Some("stress-ng-pipe".into()),
+                        program: Box::new(Reader { chan: c, size: self.size, closed: self.closed.clone() }),
+                    }
+                }
+                _ => Op::Pipe,
+            },
+            WriterState::Writing => {
+                let chan = self.chan.expect("set up");
+                if let OpResult::Bytes(_) = last {
+                    // The write that just completed is one bogo op.
+                    return Op::Record { metric: BOGO_OPS, value: 1 };
+                }
+                if self.stop.get() {
+                    self.state = WriterState::LastWrite;
+                }
+                Op::Write { chan, bytes: self.size }
+            }
+            WriterState::LastWrite => {
+                self.closed.set(true);
+                self.state = WriterState::Reaping;
+                Op::WaitChild
+            }
+            WriterState::Reaping | WriterState::Done => {
+                self.state = WriterState::Done;
+                Op::Exit
+            }
+        }
+    }
+}
+
+/// The instance's child: reads until the writer has closed its end.
+struct Reader {
+    chan: ChanId,
+    size: u64,
+    closed: Rc<Cell<bool>>,
+}
+
+impl Program for Reader {
+    fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
+        if self.closed.get() {
+            return Op::Exit;
+        }
+        Op::Read { chan: self.chan, bytes: self.size }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_stress_ngs() {
+        let (_, mut p) = Params::parse("stress-ng pipe=4").unwrap();
+        let s = StressNgPipe::from_params(&mut p).unwrap();
+        assert_eq!((s.instances, s.timeout_ms, s.data_size), (4, 20_000, 512));
+        let (_, mut p) = Params::parse("stress-ng pipe_data_size=2").unwrap();
+        assert!(StressNgPipe::from_params(&mut p).is_err());
+    }
+}
