@@ -34,7 +34,7 @@ pub enum Command {
     Run(RunArgs),
     /// Print a topology: CPUs, cores, LLCs, nodes and distances.
     Topology {
-        /// NxLxCxT, a preset (x6-2-20, x6-2-56, cascadelake-2s, ryzen-1700, kvm-4, kvm-2) or host.
+        /// NxLxCxT, a preset (x6-2-20, x6-2-56, cascadelake-2s, ryzen-1700, kvm-4, kvm-2, rpi5) or host.
         spec: String,
     },
     /// Measure this Linux host with real processes and write a machine profile.

@@ -38,6 +38,10 @@ pub struct RunRow {
     /// The benchmark's own rate (tbench MB/sec, schbench rps) for benchmarks that
     /// run for a fixed time and report a rate; None for those that report a time.
     pub throughput: Option<f64>,
+    /// Context switches and migrations of every task (perf stat's counts for the
+    /// whole task tree).
+    pub switches: f64,
+    pub migrations: f64,
 }
 
 impl RunRow {
@@ -59,6 +63,8 @@ impl RunRow {
             sys_s: r.tasks.iter().map(|t| t.sys_ns).sum::<u64>() as f64 / 1e9,
             irq_off: Some(r.irq_off.clone()),
             throughput: w.throughput(r).map(|(v, _)| v),
+            switches: r.tasks.iter().map(|t| t.switches).sum::<u64>() as f64,
+            migrations: r.tasks.iter().map(|t| t.migrations).sum::<u64>() as f64,
         }
     }
 }
@@ -89,6 +95,8 @@ impl Side {
             sys_s: avg(|r| r.sys_s),
             irq_off: None,
             throughput: runs.iter().map(|r| r.throughput).sum::<Option<f64>>().map(|t| t / n),
+            switches: avg(|r| r.switches),
+            migrations: avg(|r| r.migrations),
         };
         // Sample standard deviation, as the seed's "%stdev" (stdev / mean × 100), of
         // the rate for benchmarks that report one, else of the time.

@@ -10,6 +10,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("cascadelake", include_str!("../../../machines/cascadelake.toml")),
     ("zen1", include_str!("../../../machines/zen1.toml")),
     ("kvm-haswell", include_str!("../../../machines/kvm-haswell.toml")),
+    ("rpi5", include_str!("../../../machines/rpi5.toml")),
 ];
 
 /// A shipped profile by name, or a `.toml` file by path.

@@ -18,6 +18,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("load-resolution", include_str!("../../../experiments/load-resolution.toml")),
     ("ule-steal", include_str!("../../../experiments/ule-steal.toml")),
     ("steal-tbench", include_str!("../../../experiments/steal-tbench.toml")),
+    ("eevdf-pipe", include_str!("../../../experiments/eevdf-pipe.toml")),
 ];
 
 /// One experiment file.
@@ -99,6 +100,24 @@ pub struct Targets {
     /// this many times the new policy's.
     pub irq_cut_at_least: Option<f64>,
     pub irq_site: Option<String>,
+    /// `kernels` layout: the new policy's rate against the base's, % (e.g. −50..−17)…
+    pub new_rate_vs_base_pct: Option<[f64; 2]>,
+    /// …these `others` with a rate between the base's and the new one's…
+    pub rate_between_base_and_new: Option<Vec<String>>,
+    /// …these `others` with a rate this much (%) above the new one's…
+    pub rate_vs_new_pct: Option<Vec<RateVsNew>>,
+    /// …the new policy switching more per operation than the base…
+    pub new_more_switches_per_op: Option<bool>,
+    /// …and migrating less.
+    pub new_fewer_migrations: Option<bool>,
+}
+
+/// One `rate_vs_new_pct` target: `policy`'s rate `pct` (range, %) above the new one's.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateVsNew {
+    pub policy: String,
+    pub pct: [f64; 2],
 }
 
 /// One published row.
@@ -139,6 +158,11 @@ pub struct PublishedSide {
     pub wake: Option<f64>,
     pub find_pct: Option<f64>,
     pub steal: Option<f64>,
+    /// `kernels` layout: the benchmark's rate, context switches per operation and
+    /// migrations over the run, as published.
+    pub rate: Option<f64>,
+    pub switches_per_op: Option<f64>,
+    pub migrations: Option<f64>,
 }
 
 /// A shipped experiment by name, or a `.toml` file by path.
@@ -165,10 +189,24 @@ pub fn load(name_or_path: &str) -> Result<Experiment, SpecError> {
     if e.rows.is_empty() {
         return Err(SpecError::new("experiment rows", &origin, "at least one [[rows]] entry"));
     }
-    if !["schedstat", "mmtests", "mpstat", "ministat", "throughput"].contains(&e.layout.as_str()) {
-        return Err(SpecError::new("experiment layout", &e.layout, "schedstat, mmtests, mpstat, ministat or throughput"));
+    if !["schedstat", "mmtests", "mpstat", "ministat", "throughput", "kernels"].contains(&e.layout.as_str()) {
+        return Err(SpecError::new(
+            "experiment layout",
+            &e.layout,
+            "schedstat, mmtests, mpstat, ministat, throughput or kernels",
+        ));
     }
-    if e.layout == "throughput" {
+    if e.layout == "kernels" {
+        let missing =
+            e.rows.iter().find(|r| r.base.rate.is_none() || r.new.rate.is_none() || r.others.iter().any(|o| o.rate.is_none()));
+        if let Some(bad) = missing {
+            return Err(SpecError::new(
+                "experiment rows.*.rate",
+                format!("(missing in row {})", bad.vary),
+                "the published rate of every policy, a number",
+            ));
+        }
+    } else if e.layout == "throughput" {
         if let Some(bad) = e.rows.iter().find(|r| r.pct_speedup.is_none()) {
             return Err(SpecError::new("experiment rows.pct_speedup", format!("(missing in row {})", bad.vary), "a number"));
         }
@@ -295,6 +333,30 @@ impl Experiment {
                 out.push((format!("{name} wall {lo}..{hi}% above {}", self.base), (lo..=hi).contains(&d)));
             }
         }
+        let rate = |s: &compare::Side| s.mean.throughput.unwrap_or(0.0);
+        let other = |name: &str| self.others.iter().position(|o| o == name).map(|i| &r.others[i]);
+        if let Some([lo, hi]) = t.new_rate_vs_base_pct {
+            let d = (rate(&r.new) / rate(&r.base).max(1e-9) - 1.0) * 100.0;
+            out.push((format!("{} rate {lo}..{hi}% vs {}", self.new, self.base), (lo..=hi).contains(&d)));
+        }
+        for name in t.rate_between_base_and_new.iter().flatten() {
+            let Some(side) = other(name) else { continue };
+            let (a, b) = (rate(&r.base).min(rate(&r.new)), rate(&r.base).max(rate(&r.new)));
+            out.push((format!("{name} rate between {} and {}", self.base, self.new), (a..=b).contains(&rate(side))));
+        }
+        for rv in t.rate_vs_new_pct.iter().flatten() {
+            let Some(side) = other(&rv.policy) else { continue };
+            let d = (rate(side) / rate(&r.new).max(1e-9) - 1.0) * 100.0;
+            let [lo, hi] = rv.pct;
+            out.push((format!("{} rate {lo}..{hi}% above {}", rv.policy, self.new), (lo..=hi).contains(&d)));
+        }
+        let per_op = |s: &compare::Side| s.mean.switches / (rate(s) * s.mean.time_s).max(1.0);
+        if t.new_more_switches_per_op == Some(true) {
+            out.push((format!("{} more switches per op", self.new), per_op(&r.new) > per_op(&r.base)));
+        }
+        if t.new_fewer_migrations == Some(true) {
+            out.push((format!("{} fewer migrations", self.new), r.new.mean.migrations < r.base.mean.migrations));
+        }
         if let (Some(x), Some(site)) = (t.irq_cut_at_least, &t.irq_site) {
             let (base, new) = (merged_irq_site(&r.base, site), merged_irq_site(&r.new, site));
             let cut = |q: f64| base.value_at_quantile(q) as f64 / (new.value_at_quantile(q).max(1) as f64);
@@ -318,6 +380,9 @@ impl Experiment {
         }
         if self.layout == "throughput" {
             return Ok(self.throughput_text(c, rows));
+        }
+        if self.layout == "kernels" {
+            return Ok(self.kernels_text(c, rows));
         }
         Ok(self.schedstat_text(c, rows))
     }
@@ -528,6 +593,52 @@ impl Experiment {
         out
     }
 
+    /// Kernels side by side on one benchmark: each policy's rate (published and
+    /// simulated, mean ± %stdev), its rate against the base's, context switches per
+    /// operation and migrations, then the target checks.
+    fn kernels_text(&self, c: &Comparison, rows: &[Row]) -> String {
+        let mut out = self.header(c);
+        let unit = c.rate_unit().unwrap_or("rate");
+        for (p, r) in self.matched(rows) {
+            out.push_str(&format!("\n{} = {}\n", self.vary, r.vary));
+            out.push_str(&format!(
+                "{:<32} | {:>12} {:>12} {:>7} | {:>15} | {:>13} | {:>15}\n",
+                "policy",
+                format!("{unit} pub"),
+                "sim",
+                "%stdev",
+                "vs base % p/s",
+                "switch/op p/s",
+                "migrations p/s"
+            ));
+            let names = std::iter::once(&self.base).chain(std::iter::once(&self.new)).chain(self.others.iter());
+            let published = std::iter::once(&p.base).chain(std::iter::once(&p.new)).chain(p.others.iter());
+            let simulated = std::iter::once(&r.base).chain(std::iter::once(&r.new)).chain(r.others.iter());
+            let base_pub = p.base.rate.unwrap_or(0.0);
+            let base_sim = r.base.mean.throughput.unwrap_or(0.0);
+            for ((name, ps), ss) in names.zip(published).zip(simulated) {
+                let (rp, rs) = (ps.rate.unwrap_or(0.0), ss.mean.throughput.unwrap_or(0.0));
+                let ops = (rs * ss.mean.time_s).max(1.0);
+                let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
+                out.push_str(&format!(
+                    "{:<32} | {:>12.0} {:>12.0} {:>7.2} | {:>7.1} {:>7.1} | {:>6} {:>6.3} | {:>7} {:>7.0}\n",
+                    name,
+                    rp,
+                    rs,
+                    ss.stddev_pct,
+                    (rp / base_pub.max(1e-9) - 1.0) * 100.0,
+                    (rs / base_sim.max(1e-9) - 1.0) * 100.0,
+                    opt(ps.switches_per_op, 2),
+                    ss.mean.switches / ops,
+                    opt(ps.migrations, 0),
+                    ss.mean.migrations,
+                ));
+            }
+        }
+        out.push_str(&self.targets_text(rows));
+        out
+    }
+
     fn schedstat_text(&self, c: &Comparison, rows: &[Row]) -> String {
         let mut out = String::new();
         let scale = self.counter_scale(c);
@@ -658,6 +769,11 @@ impl Experiment {
                 let checks = self.check(p, r);
                 let (metric, published, simulated) = match (p.pct_speedup, self.layout.as_str()) {
                     (Some(s), _) => ("%speedup", s, r.pct_speedup()),
+                    (None, "kernels") => {
+                        let rate = |s: &compare::Side| s.mean.throughput.unwrap_or(0.0);
+                        let pub_pct = (p.new.rate.unwrap_or(0.0) / p.base.rate.unwrap_or(1.0).max(1e-9) - 1.0) * 100.0;
+                        ("new rate vs base %", pub_pct, (rate(&r.new) / rate(&r.base).max(1e-9) - 1.0) * 100.0)
+                    }
                     (None, "mpstat") => ("new %idle", 100.0 - p.new.busy_pct.unwrap_or(100.0), 100.0 - r.new.mean.busy_pct),
                     (None, _) => ("gain %", p.pct_gain.unwrap_or(0.0), pct_gain(r)),
                 };

@@ -59,11 +59,12 @@ pub const PRESETS: &[(&str, &str, Numbering, &str)] = &[
     ("cascadelake-2s", "2x1x20x2", Numbering::ThreadMajor, "2-socket Xeon Gold Cascade Lake, 80 CPUs (Gorman seeds)"),
     ("ryzen-1700", "1x2x4x2", Numbering::SiblingsAdjacent, "AMD Ryzen 7 1700, 2 CCX of 4 cores (ULE seed)"),
     ("kvm-4", "1x1x4x1", Numbering::SiblingsAdjacent, "4-vCPU KVM guest on Xeon E5-2699 v3 (steal seed tbench)"),
+    ("rpi5", "1x1x4x1", Numbering::SiblingsAdjacent, "Raspberry Pi 5: BCM2712, 4 Cortex-A76, one shared L3 (eevdf-pipe)"),
     ("kvm-2", "1x1x2x1", Numbering::SiblingsAdjacent, "2-vCPU KVM guest (steal seed, fixtures)"),
 ];
 
 const SPEC_FORM: &str = "NxLxCxT (nodes x LLCs per node x cores per LLC x threads per core, each 1..=4096, e.g. 1x1x10x2), \
-a preset (x6-2-20, x6-2-56, cascadelake-2s, ryzen-1700, kvm-4, kvm-2) or host";
+a preset (x6-2-20, x6-2-56, cascadelake-2s, ryzen-1700, kvm-4, kvm-2, rpi5) or host";
 
 /// Largest machine accepted, so a typo cannot ask for a billion CPUs.
 pub const MAX_CPUS: usize = 65536;
