@@ -367,7 +367,16 @@ impl Engine {
         let mut timed_out = false;
         while self.alive > 0 {
             let Some((t, ev)) = self.queue.pop() else {
-                self.violation(format!("{} live tasks but no pending event: a runnable or sleeping task was lost", self.alive));
+                let stuck: Vec<String> = (0..self.sys.tasks.len())
+                    .filter(|&p| !matches!(self.sys.tasks[p].state, TaskState::Zombie | TaskState::Dead))
+                    .take(8)
+                    .map(|p| format!("{} {:?} on cpu{}", self.sys.tasks[p].comm, self.sys.tasks[p].state, self.sys.tasks[p].cpu))
+                    .collect();
+                self.violation(format!(
+                    "{} live tasks but no pending event: a runnable or sleeping task was lost ({})",
+                    self.alive,
+                    stuck.join(", ")
+                ));
                 break;
             };
             if t < self.sys.now_ns {
@@ -1281,10 +1290,11 @@ impl Engine {
         let mut result = OpResult::None;
         let mut keep = None;
         let outcome = match op {
-            Op::Pipe => {
+            Op::Pipe | Op::PipePacket => {
                 let wake_writer_on_freed_slot = self.policy.linux_release().is_some_and(|v| v >= (6, 14));
                 let mut pipe = Pipe::default();
                 pipe.wake_writer_on_freed_slot = wake_writer_on_freed_slot;
+                pipe.packet = matches!(op, Op::PipePacket);
                 self.chans.push(Channel::Pipe(pipe));
                 result = OpResult::Chan(self.chans.len() - 1);
                 Outcome::Continue

@@ -108,6 +108,10 @@ pub struct Pipe {
     /// full", Oleg Nesterov, 2025): a read wakes a writer only when it freed a slot
     /// of a full ring; before, whenever the ring was full as the read began.
     pub wake_writer_on_freed_slot: bool,
+    /// Packet mode (`pipe2(O_DIRECT)`, v3.4+): writes never merge into the last
+    /// slot, and a read takes one slot's packet whole (what the reader's buffer
+    /// cannot hold is discarded) and returns (`is_packetized()` in `pipe_read()`).
+    pub packet: bool,
 }
 
 impl Pipe {
@@ -174,7 +178,7 @@ impl Pipe {
         let was_empty = self.slots.is_empty();
         let mut written = 0;
         let mut left = bytes;
-        if !had_waited && left > 0 && left <= PAGE_SIZE {
+        if !had_waited && !self.packet && left > 0 && left <= PAGE_SIZE {
             if let Some(last) = self.slots.back_mut() {
                 if last.end + left <= PAGE_SIZE {
                     last.end += left;
@@ -227,6 +231,14 @@ impl Pipe {
             let take = (front.end - front.off).min(bytes - got);
             front.off += take;
             got += take;
+            if self.packet {
+                // The rest of the packet goes with it, and the read ends here.
+                self.read_bytes += front.end - front.off;
+                front.off = front.end;
+                wake_writer |= self.wake_writer_on_freed_slot && full;
+                self.slots.pop_front();
+                break;
+            }
             if front.off == front.end {
                 wake_writer |= self.wake_writer_on_freed_slot && full;
                 self.slots.pop_front();
@@ -446,6 +458,24 @@ mod tests {
         p.rd_wait.add(7, true);
         p.write(2, 0, 100, false, &mut wake);
         assert!(wake.is_empty(), "pipe was not empty: no wakeup");
+    }
+
+    #[test]
+    fn packet_mode_pipes_take_a_slot_per_write_and_return_one_packet_per_read() {
+        let mut p = Pipe { packet: true, ..Pipe::default() };
+        let mut wake = Vec::new();
+        for i in 0..PIPE_DEF_BUFFERS {
+            assert_eq!(p.write(1, 0, 512, false, &mut wake), IoOutcome::Done(512), "write {i}");
+        }
+        // 16 packets of 512 bytes fill the ring, though the pages have room.
+        assert_eq!(p.write(1, 0, 512, false, &mut wake), IoOutcome::Blocked);
+        // A 1024-byte read returns one packet.
+        assert_eq!(p.read(2, 1024, &mut wake), IoOutcome::Done(512));
+        assert_eq!(p.slots_used(), PIPE_DEF_BUFFERS - 1);
+        // A short read takes its part and the rest of the packet is gone.
+        assert_eq!(p.read(2, 100, &mut wake), IoOutcome::Done(100));
+        assert_eq!(p.slots_used(), PIPE_DEF_BUFFERS - 2);
+        assert_eq!(p.bytes(), 512 * (PIPE_DEF_BUFFERS as u64 - 2));
     }
 
     #[test]

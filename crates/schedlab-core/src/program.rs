@@ -32,6 +32,9 @@ pub enum Op {
     Kernel { ns: u64 },
     /// pipe(): result `Chan(id)`, a channel read and written by anyone who holds it.
     Pipe,
+    /// pipe2(O_DIRECT): a pipe in packet mode (each write its own slot, each read
+    /// one packet). Result `Chan(id)`.
+    PipePacket,
     /// socketpair(AF_UNIX, SOCK_STREAM): result `Chan(id)`; `id` carries end 0 → end 1
     /// and `id + 1` carries end 1 → end 0.
     SocketPair,

@@ -31,7 +31,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100]"),
     ("tbench", "tbench clients=N [runtime_ms=10000] [warmup_ms=2000] (dbench's network mode over loopback TCP)"),
-    ("stress-ng", "stress-ng pipe=N [timeout_ms=20000] [pipe_data_size=512] (the pipe stressor: bogo ops/s)"),
+    ("stress-ng", "stress-ng pipe=N [timeout_ms=20000] [pipe_data_size=512] [fill_ns=0] (the pipe stressor: bogo ops/s)"),
     (
         "make",
         "make [jobs=16] [dirs=640] [files=18000] [scale=1] [tree=1] [dir_parallel=2] [files_sigma_pct=120] [cc_ms=64] [cc_sigma_pct=100] [link_ms=150] [link_sigma_pct=100] [dir_ms=40] [exec_us=1600] [io_pct=10] (make -jN buildworld)",
@@ -92,7 +92,7 @@ impl Workload {
             }
             "stress-ng" => {
                 let b = StressNgPipe::from_params(&mut p)?;
-                p.finish("pipe, timeout_ms, pipe_data_size")?;
+                p.finish("pipe, timeout_ms, pipe_data_size, fill_ns")?;
                 Ok(Workload::StressNgPipe(b))
             }
             // `scale` is a decimal fraction, which Params does not read: Make parses

@@ -1,10 +1,15 @@
 //! stress-ng's pipe stressor (`stress-ng --pipe N --timeout T`, stress-pipe.c of
-//! 0.15.x): N instances, each a process that creates a pipe and forks a child; the
-//! parent writes `pipe_data_size` bytes per write() in a loop, one bogo op per
-//! write, and the child reads the same size in a loop until the parent stops and
-//! closes its end. stress-ng's main process forks the instances, lets them run for
-//! the timeout and reaps them. Reported as stress-ng's metrics line: bogo ops, the
-//! real time, and bogo ops/s over real time.
+//! 0.15.06, tag V0.15.06): N instances, each a process that opens a pipe in packet
+//! mode (`pipe2(O_DIRECT)`, L157) and forks a child (`fork()`, L193); the parent
+//! writes 512 bytes per write() in a loop, one bogo op per write (L278), and the
+//! child reads 512 bytes per read until the parent stops. In packet mode each
+//! write takes a ring slot of its own, so 16 writes (8 KiB) fill the pipe, and a
+//! read returns one packet. `--pipe-data-size` is ignored by 0.15.06 (its option
+//! key has a stray comma, fixed in 0.15.07), so the size here is a parameter for
+//! other versions. stress-ng's main process forks the instances, lets them run
+//! for the timeout and reaps them. Reported as stress-ng's metrics line: bogo ops,
+//! the real time, and bogo ops/s over real time (stress-ng divides the summed
+//! counters by the instances' mean wall time).
 //!
 //! In the model the instances start together (stress-ng starts them one after
 //! another within a few ms, before they synchronise on their first operation) and
@@ -12,9 +17,13 @@
 //! more to wake a reader that may be asleep (the close's EOF in the real program)
 //! and both exit. Bogo ops count only writes completed inside the window.
 //!
-//! Not modelled: the per-write `stress_continue()` check and bogo counter update
-//! (a few ns of user work), data verification (`--verify`), `--pipe-size`, and
-//! stress-ng's own timers and its metrics collection.
+//! User work per write: the writer fills its 512-byte buffer (`pipe_memset()`)
+//! and updates its counters; the reader compares 3 bytes and every 512 reads asks
+//! FIONREAD. None of it has been measured (stress-ng is not on this project's
+//! machines), so `fill_ns` (default 0) is a parameter, not a guess built in.
+//!
+//! Not modelled: data verification (`--verify`), `--pipe-size`, the reader's
+//! FIONREAD every 512 reads, and stress-ng's own timers and metrics collection.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -39,8 +48,10 @@ pub struct StressNgPipe {
     pub instances: u64,
     /// `--timeout`, ms.
     pub timeout_ms: u64,
-    /// `--pipe-data-size`: bytes per write and per read (stress-ng's default 512).
+    /// `--pipe-data-size`: bytes per write and per read (512; ignored by 0.15.06).
     pub data_size: u64,
+    /// The writer's user work per write (buffer fill, counters), ns.
+    pub fill_ns: u64,
 }
 
 impl StressNgPipe {
@@ -51,6 +62,7 @@ impl StressNgPipe {
             timeout_ms: p.u64_in("timeout_ms", 20_000, 1, 3_600_000)?,
             // stress-ng accepts 4 bytes up to the pipe's size (4 KiB pages here).
             data_size: p.u64_in("pipe_data_size", 512, 4, 4096)?,
+            fill_ns: p.u64_in("fill_ns", 0, 0, 1_000_000)?,
         })
     }
 
@@ -113,8 +125,11 @@ impl Program for Main {
                 comm: Some("stress-ng-pipe".into()),
                 program: Box::new(Instance {
                     size: self.s.data_size,
+                    fill_ns: self.s.fill_ns,
+                    filled: false,
                     stop: self.stop.clone(),
-                    closed: Rc::new(Cell::new(false)),
+                    total: Rc::new(Cell::new(None)),
+                    written: 0,
                     chan: None,
                     state: WriterState::Setup,
                 }),
@@ -136,9 +151,17 @@ impl Program for Main {
 /// One instance: the pipe's writer, after forking the reader.
 struct Instance {
     size: u64,
+    fill_ns: u64,
+    /// The buffer for the next write is filled.
+    filled: bool,
     stop: Rc<Cell<bool>>,
-    /// Set once the last write is in: the reader's next read is its last (EOF).
-    closed: Rc<Cell<bool>>,
+    /// Set when the last write is issued: how many packets the writer will have
+    /// written in all. The reader stops once it has read that many (each write is
+    /// one packet and each read takes one), which stands in for the real writer
+    /// killing its reader after the stop packet.
+    total: Rc<Cell<Option<u64>>>,
+    /// Writes completed so far.
+    written: u64,
     chan: Option<ChanId>,
     state: WriterState,
 }
@@ -163,24 +186,31 @@ impl Program for Instance {
                     Op::Fork {
                         kind: ForkKind::Process,
                         comm: Some("stress-ng-pipe".into()),
-                        program: Box::new(Reader { chan: c, size: self.size, closed: self.closed.clone() }),
+                        program: Box::new(Reader { chan: c, size: self.size, total: self.total.clone(), read: 0 }),
                     }
                 }
-                _ => Op::Pipe,
+                _ => Op::PipePacket,
             },
             WriterState::Writing => {
                 let chan = self.chan.expect("set up");
                 if let OpResult::Bytes(_) = last {
                     // The write that just completed is one bogo op.
+                    self.written += 1;
                     return Op::Record { metric: BOGO_OPS, value: 1 };
                 }
+                if self.fill_ns > 0 && !self.filled {
+                    self.filled = true;
+                    return Op::Compute { ns: self.fill_ns };
+                }
+                self.filled = false;
                 if self.stop.get() {
+                    // The stop packet: whatever the reader is doing, it reads it last.
+                    self.total.set(Some(self.written + 1));
                     self.state = WriterState::LastWrite;
                 }
                 Op::Write { chan, bytes: self.size }
             }
             WriterState::LastWrite => {
-                self.closed.set(true);
                 self.state = WriterState::Reaping;
                 Op::WaitChild
             }
@@ -192,16 +222,20 @@ impl Program for Instance {
     }
 }
 
-/// The instance's child: reads until the writer has closed its end.
+/// The instance's child: reads packets until it has read the stop packet.
 struct Reader {
     chan: ChanId,
     size: u64,
-    closed: Rc<Cell<bool>>,
+    total: Rc<Cell<Option<u64>>>,
+    read: u64,
 }
 
 impl Program for Reader {
-    fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
-        if self.closed.get() {
+    fn next(&mut self, last: OpResult, _rng: &mut SimRng) -> Op {
+        if let OpResult::Bytes(_) = last {
+            self.read += 1;
+        }
+        if self.total.get().is_some_and(|t| self.read >= t) {
             return Op::Exit;
         }
         Op::Read { chan: self.chan, bytes: self.size }

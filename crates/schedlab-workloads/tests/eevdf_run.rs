@@ -56,3 +56,31 @@ fn eevdf_runs_are_deterministic() {
     let b = common::run("x6-2-20", "eevdf@6.12", "hackbench groups=2 loops=20 ipc=pipe", 5);
     assert_eq!((a.digest, a.events), (b.digest, b.events));
 }
+
+/// Regression: stress-ng's reader could read the writer's last packet before the
+/// writer (preempted at that write's end by the reader it woke, under
+/// preempt=full) had said it was the last, then sleep on the empty pipe for ever
+/// ("live tasks but no pending event"). The reader now stops after the packet
+/// the writer announced before writing it.
+#[test]
+fn stress_ng_shutdown_never_strands_a_reader_under_full_preemption() {
+    use schedlab_core::sched::PreemptModel;
+    use schedlab_core::{Engine, RunConfig, Topology};
+    for policy in ["eevdf@6.6", "eevdf@6.12", "eevdf@6.18"] {
+        for seed in 1..=4 {
+            let w = schedlab_workloads::Workload::parse("stress-ng pipe=4 timeout_ms=50").unwrap();
+            let cfg = RunConfig { seed, check: true, preempt: PreemptModel::Full, ..RunConfig::default() };
+            let r = Engine::new(
+                Topology::parse("1x1x4x1").unwrap(),
+                common::unit_profile(),
+                schedlab_policies::policy_by_name(policy, &[]).unwrap(),
+                cfg,
+                w.main_comm(),
+                w.main_program(),
+            )
+            .run();
+            assert!(r.violations.is_empty(), "{policy} seed {seed}: {:#?}", r.violations);
+            assert!(schedlab_workloads::StressNgPipe::bogo_ops(&r) > 0);
+        }
+    }
+}
