@@ -28,7 +28,6 @@ use super::fair::Cfs;
 use super::group::Ent;
 use super::weights::calc_delta_fair;
 
-/// `TICK_NSEC` floor of the lag clamp is the tick; the model's tick is `tick_ns`.
 impl Cfs {
     /// `entity_key()`: `e`'s vruntime relative to its cfs_rq's `min_vruntime`.
     pub fn entity_key(&self, q: usize, cpu: usize, e: Ent) -> i64 {
@@ -98,7 +97,8 @@ impl Cfs {
     }
 
     /// `update_entity_lag()`: `vlag = V - vruntime`, clamped to the lag of
-    /// `max(2 slices, one tick)` of real time in `e`'s virtual time.
+    /// `max(2 slices, TICK_NSEC)` of real time in `e`'s virtual time (the tick is
+    /// the run's `tick_ns`).
     pub fn update_entity_lag(&mut self, q: usize, cpu: usize, e: Ent) {
         let lag = self.avg_vruntime(q, cpu).wrapping_sub(self.ent(e).vruntime) as i64;
         let res = self.res;

@@ -178,10 +178,10 @@ pub enum DequeueKind {
     Save,
     /// A task going to sleep (`DEQUEUE_SLEEP`): v6.12+ may delay it.
     Sleep,
-    /// A sleep that must not be delayed (`DEQUEUE_SPECIAL`: an exiting task), or a
-    /// parent level leaving after its last child.
+    /// A sleep that must not be delayed (`DEQUEUE_SPECIAL`: an exiting task).
     Special,
-    /// The final dequeue of a delayed task (`DEQUEUE_SLEEP | DEQUEUE_DELAYED`).
+    /// The final dequeue of a delayed entity, task or group, once it is picked
+    /// (`DEQUEUE_SLEEP | DEQUEUE_DELAYED`).
     Delayed,
 }
 
@@ -584,7 +584,6 @@ impl Cfs {
     /// EEVDF saves the lag instead of a relative vruntime; v6.12+ keeps an
     /// ineligible sleeping task queued (DELAY_DEQUEUE, false returned) and, for a
     /// non-sleep dequeue, the deadline relative to vruntime (PLACE_REL_DEADLINE).
-    /// `delayed`: the final dequeue of a delayed task (`DEQUEUE_DELAYED`).
     fn dequeue_entity(&mut self, q: usize, cpu: usize, e: Ent, kind: DequeueKind, now: u64) -> bool {
         self.update_curr(q, cpu, now);
         let eevdf = self.version.eevdf();
