@@ -593,13 +593,7 @@ impl Cfs {
         if let Some(p) = prev {
             self.put_prev_task_fair(cpu, p, now);
         }
-        if let Some(dst) = self.rq[cpu].active_balance_to.take() {
-            self.active_push(sys, cpu, dst);
-        }
-        if self.rq[cpu].nohz_kick {
-            self.rq[cpu].nohz_kick = false;
-            self.nohz_idle_balance(sys, cpu);
-        }
+        self.balance_asked_of(sys, cpu);
         let mut picked: Vec<Ent> = Vec::new();
         'pick: loop {
             // Entities, not tasks: a delayed empty group entity is queued too.

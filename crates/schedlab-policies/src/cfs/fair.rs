@@ -1084,6 +1084,18 @@ impl Cfs {
         }
     }
 
+    /// Balancing asked of `cpu` before it picks: an active-balance push of its
+    /// previous task (the stopper's work) and a NOHZ idle balance it was kicked for.
+    pub(crate) fn balance_asked_of(&mut self, sys: &mut System, cpu: usize) {
+        if let Some(dst) = self.rq[cpu].active_balance_to.take() {
+            self.active_push(sys, cpu, dst);
+        }
+        if self.rq[cpu].nohz_kick {
+            self.rq[cpu].nohz_kick = false;
+            self.nohz_idle_balance(sys, cpu);
+        }
+    }
+
     /// `check_preempt_wakeup()` (v4.19 L6515): compare the running task and the
     /// wakee at the first level where their chains share a cfs_rq
     /// (`find_matching_se()`).
@@ -1338,13 +1350,7 @@ impl SchedClass for Cfs {
             // A blocked or exited task is already dequeued: its levels just let go.
             self.put_prev_task_fair(cpu, prev, now);
         }
-        if let Some(dst) = self.rq[cpu].active_balance_to.take() {
-            self.active_push(sys, cpu, dst);
-        }
-        if self.rq[cpu].nohz_kick {
-            self.rq[cpu].nohz_kick = false;
-            self.nohz_idle_balance(sys, cpu);
-        }
+        self.balance_asked_of(sys, cpu);
         loop {
             if self.rq[cpu].cfs.h_nr_running > 0 {
                 let mut q = 0;
