@@ -171,7 +171,7 @@ impl Cfs {
     /// CPU running the hook (an IPI if remote).
     pub fn flush_resched(&mut self, sys: &mut System) {
         let from = sys.this_cpu();
-        for cpu in std::mem::take(&mut self.resched_cpus) {
+        while let Some(cpu) = self.resched_cpus.pop() {
             self.rq[cpu].resched_pending = false;
             if sys.curr(cpu).is_some() {
                 sys.resched_cpu(cpu, from);
@@ -587,14 +587,32 @@ impl Cfs {
     /// task picked again keeps the (possibly spent) protection it had, as the kernel
     /// does when `prev == next`. With nothing to run, newidle balancing as in v5.x.
     pub fn pick_next_task_eevdf(&mut self, sys: &mut System, cpu: usize) -> Option<TaskId> {
+        // The two chains live in buffers kept between picks (no allocation per pick).
+        let (mut prev_chain, mut picked) = std::mem::take(&mut self.pick_buffers);
+        prev_chain.clear();
+        let next = self.pick_next_task_eevdf_with(sys, cpu, &mut prev_chain, &mut picked);
+        self.pick_buffers = (prev_chain, picked);
+        next
+    }
+
+    fn pick_next_task_eevdf_with(
+        &mut self,
+        sys: &mut System,
+        cpu: usize,
+        prev_chain: &mut Vec<Ent>,
+        picked: &mut Vec<Ent>,
+    ) -> Option<TaskId> {
         let now = sys.now_ns;
         let prev = self.rq[cpu].curr_task.take();
-        let prev_chain = prev.map(|p| self.chain(Ent::Task(p), cpu)).unwrap_or_default();
         if let Some(p) = prev {
+            let mut at = Some(Ent::Task(p));
+            while let Some(e) = at {
+                prev_chain.push(e);
+                at = self.parent_ent(e, cpu);
+            }
             self.put_prev_task_fair(cpu, p, now);
         }
         self.balance_asked_of(sys, cpu);
-        let mut picked: Vec<Ent> = Vec::new();
         'pick: loop {
             // Entities, not tasks: a delayed empty group entity is queued too.
             if self.rq[cpu].cfs.nr_running > 0 {
@@ -617,7 +635,7 @@ impl Cfs {
                         Ent::Task(p) => break p,
                     }
                 };
-                for &e in &picked {
+                for &e in picked.iter() {
                     let q = self.q_of(e);
                     self.set_next_entity(q, cpu, e, now);
                     if !prev_chain.contains(&e) {

@@ -222,6 +222,9 @@ pub struct Cfs {
     pending_sysctls: Vec<(String, String)>,
     /// EEVDF: CPUs with `resched_pending` set.
     pub resched_cpus: Vec<usize>,
+    /// EEVDF: the previous and the picked chains of `pick_next_task_eevdf()`,
+    /// kept between picks.
+    pub pick_buffers: (Vec<Ent>, Vec<Ent>),
 }
 
 /// Where every cfs_rq's min_vruntime starts. The kernel starts just below 2^64 to
@@ -293,6 +296,7 @@ impl Cfs {
             steal_enabled: false,
             pending_sysctls: sysctls.to_vec(),
             resched_cpus: Vec::new(),
+            pick_buffers: (Vec::new(), Vec::new()),
         })
     }
 
