@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use schedlab_core::error::SpecError;
-use schedlab_core::sched::PreemptModel;
+use schedlab_core::sched::{PreemptModel, SchedClass};
 use schedlab_core::{Engine, RunConfig, RunResult, Topology};
 use schedlab_workloads::Workload;
 
@@ -227,12 +227,13 @@ impl RunSpec {
         let machine = crate::machines::load(&a.machine)?;
         let sysctls = parse_sysctls(&a.sysctls)?;
         // Build once to validate the name and sysctls.
-        schedlab_policies::policy_by_name(&a.policy, &sysctls)?;
+        let policy = schedlab_policies::policy_by_name(&a.policy, &sysctls)?;
         let workload = Workload::parse(&a.workload)?;
         if !(10..=10_000).contains(&a.hz) {
             return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ, e.g. 100, 250, 1000)"));
         }
         let preempt = parse_preempt(a.preempt.as_deref(), &a.topology)?;
+        check_preempt_for(preempt, &a.policy, policy.as_ref())?;
         let cfg = RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, ..RunConfig::default() };
         Ok(RunSpec { topo, machine, policy: a.policy.clone(), sysctls, workload, cfg })
     }
@@ -273,6 +274,19 @@ pub fn parse_preempt(flag: Option<&str>, topology: &str) -> Result<PreemptModel,
         },
         None => Ok(PreemptModel::None),
     }
+}
+
+/// `preempt=lazy` exists from Linux 6.13: refused for a policy modelling an older
+/// (or a non-Linux) kernel rather than silently run as `full`.
+pub fn check_preempt_for(preempt: PreemptModel, name: &str, policy: &dyn SchedClass) -> Result<(), SpecError> {
+    if preempt == PreemptModel::Lazy && policy.linux_release().is_none_or(|v| v < (6, 13)) {
+        return Err(SpecError::new(
+            "preempt",
+            format!("lazy (with {name})"),
+            "none, voluntary or full: preempt=lazy exists from Linux 6.13 (eevdf@6.18)",
+        ));
+    }
+    Ok(())
 }
 
 pub fn parse_sysctls(raw: &[String]) -> Result<Vec<(String, String)>, SpecError> {

@@ -188,7 +188,8 @@ impl Comparison {
     /// Checks every input (policies, sysctls, workloads) before any run starts.
     pub fn validate(&self) -> Result<(), SpecError> {
         for p in self.policies() {
-            schedlab_policies::policy_by_name(p, &self.sysctls)?;
+            let policy = schedlab_policies::policy_by_name(p, &self.sysctls)?;
+            crate::cli::check_preempt_for(self.preempt, p, policy.as_ref())?;
         }
         if self.runs == 0 || self.runs > 10_000 {
             return Err(SpecError::new("runs", self.runs.to_string(), "an integer from 1 to 10000"));

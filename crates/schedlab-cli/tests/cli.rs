@@ -147,6 +147,13 @@ fn bad_input_fails_cleanly() {
         (vec!["--sysctl", "sched_nonsense=1"], "sched_nonsense"),
         (vec!["--sysctl", "sched_rr_timeslice_ms=-1"], "-1"),
         (vec!["--hz", "3"], "3"),
+        (vec!["--preempt", "rt"], "rt"),
+        (vec!["--preempt", "lazy"], "lazy"),
+        (vec!["--policy", "eevdf@6.7"], "6.7"),
+        (vec!["--policy", "eevdf@6.6+DELAY_DEQUEUE"], "not modelled"),
+        (vec!["--policy", "eevdf@6.12", "--sysctl", "sched_wakeup_granularity_ns=1"], "base_slice_ns"),
+        (vec!["--policy", "eevdf@6.12", "--sysctl", "base_slice_ns=5"], "5"),
+        (vec!["--workload", "stress-ng pipe=0"], "0"),
     ];
     for (extra, needle) in cases {
         let mut args = vec!["run", "--trace", trace.to_str().unwrap()];

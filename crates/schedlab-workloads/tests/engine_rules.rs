@@ -216,7 +216,8 @@ fn the_preemption_model_decides_when_a_wakeup_preempts_a_system_call() {
     assert!(full < 100_000, "full: {full}");
     let lazy = wakeup_latency_in_a_long_syscall("eevdf@6.18", Lazy);
     assert!((1_000_000..=10_000_000).contains(&lazy), "lazy: {lazy}");
-    // v6.12 has no lazy reschedules: its wakeup preemption uses the full bit.
+    // v6.12 has no lazy reschedules: its wakeup preemption uses the full bit (the
+    // command line refuses preempt=lazy for it; the engine's rule still holds).
     let lazy612 = wakeup_latency_in_a_long_syscall("eevdf@6.12", Lazy);
     assert!(lazy612 < 100_000, "lazy, v6.12: {lazy612}");
 }
