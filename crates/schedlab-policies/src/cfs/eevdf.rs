@@ -192,15 +192,7 @@ impl Cfs {
     /// `update_min_vruntime()` of v6.6+: as CFS's, and the tree's weighted sum
     /// follows its new reference (`avg_vruntime_update()`).
     pub fn update_min_vruntime_eevdf(&mut self, q: usize, cpu: usize) {
-        let cfs = self.cfs(q, cpu);
-        let mut vruntime = cfs.min_vruntime;
-        let curr = cfs.curr.filter(|&c| self.ent(c).on_rq);
-        if let Some(c) = curr {
-            vruntime = self.ent(c).vruntime;
-        }
-        if let Some(&(left, _, _)) = cfs.timeline.first() {
-            vruntime = if curr.is_none() { left } else { vruntime.min(left) };
-        }
+        let vruntime = self.min_vruntime_candidate(q, cpu);
         let cfs = self.cfs_mut(q, cpu);
         if vruntime > cfs.min_vruntime {
             let delta = vruntime - cfs.min_vruntime;

@@ -355,20 +355,22 @@ impl Cfs {
             self.update_min_vruntime_eevdf(q, cpu);
             return;
         }
-        let cfs = self.cfs(q, cpu);
-        let mut vruntime = cfs.min_vruntime;
-        let curr = cfs.curr.filter(|&c| self.ent(c).on_rq);
-        if let Some(c) = curr {
-            vruntime = self.ent(c).vruntime;
-        }
-        if let Some(&(left, _, _)) = cfs.timeline.first() {
-            vruntime = match curr {
-                None => left,
-                Some(_) => vruntime.min(left),
-            };
-        }
+        let vruntime = self.min_vruntime_candidate(q, cpu);
         let cfs = self.cfs_mut(q, cpu);
         cfs.min_vruntime = cfs.min_vruntime.max(vruntime);
+    }
+
+    /// What `update_min_vruntime()` moves towards: the smaller of the running
+    /// entity's vruntime (if queued) and the leftmost one's, else where it is.
+    pub fn min_vruntime_candidate(&self, q: usize, cpu: usize) -> u64 {
+        let cfs = self.cfs(q, cpu);
+        let curr = cfs.curr.filter(|&c| self.ent(c).on_rq).map(|c| self.ent(c).vruntime);
+        let left = cfs.timeline.first().map(|&(v, _, _)| v);
+        match (curr, left) {
+            (Some(c), Some(l)) => c.min(l),
+            (Some(v), None) | (None, Some(v)) => v,
+            (None, None) => cfs.min_vruntime,
+        }
     }
 
     /// `__sched_period()` (v4.19 L644).
