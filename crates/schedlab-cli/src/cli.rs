@@ -158,6 +158,12 @@ pub struct RunArgs {
     /// or with --topology host the host kernel's own mode.
     #[arg(long)]
     pub preempt: Option<String>,
+    /// Run the workload in a session of its own with autogroup on (on) or in the
+    /// root task group (off). Default: off, or with --topology host the host's
+    /// sched_autogroup_enabled (a benchmark started with setsid runs in its own
+    /// autogroup there).
+    #[arg(long)]
+    pub autogroup: Option<String>,
     /// Check invariants while running (slower).
     #[arg(long)]
     pub check: bool,
@@ -200,6 +206,9 @@ pub struct CompareArgs {
     /// host's with --topology host).
     #[arg(long)]
     pub preempt: Option<String>,
+    /// on or off (default: off, or the host's with --topology host).
+    #[arg(long)]
+    pub autogroup: Option<String>,
     /// First seed; runs use seed, seed+1, ...
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -234,7 +243,8 @@ impl RunSpec {
         }
         let preempt = parse_preempt(a.preempt.as_deref(), &a.topology)?;
         check_preempt_for(preempt, &a.policy, policy.as_ref())?;
-        let cfg = RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, ..RunConfig::default() };
+        let autogroup = parse_autogroup(a.autogroup.as_deref(), &a.topology)?;
+        let cfg = RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, autogroup, ..RunConfig::default() };
         Ok(RunSpec { topo, machine, policy: a.policy.clone(), sysctls, workload, cfg })
     }
 
@@ -273,6 +283,17 @@ pub fn parse_preempt(flag: Option<&str>, topology: &str) -> Result<PreemptModel,
             }
         },
         None => Ok(PreemptModel::None),
+    }
+}
+
+/// `--autogroup on|off`; unset, the host's setting for `--topology host`, else off.
+pub fn parse_autogroup(flag: Option<&str>, topology: &str) -> Result<bool, SpecError> {
+    match flag {
+        Some("on") => Ok(true),
+        Some("off") => Ok(false),
+        Some(other) => Err(SpecError::new("autogroup", other, "on or off")),
+        None if topology == "host" => Ok(schedlab_host::kernel::autogroup_enabled().unwrap_or(false)),
+        None => Ok(false),
     }
 }
 
@@ -363,6 +384,7 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
         runs: a.runs,
         hz: a.hz,
         preempt: parse_preempt(a.preempt.as_deref(), &a.topology)?,
+        autogroup: parse_autogroup(a.autogroup.as_deref(), &a.topology)?,
         first_seed: a.seed,
     };
     c.validate()?;

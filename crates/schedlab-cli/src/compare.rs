@@ -151,6 +151,7 @@ pub struct Comparison {
     pub runs: u64,
     pub hz: u64,
     pub preempt: schedlab_core::sched::PreemptModel,
+    pub autogroup: bool,
     pub first_seed: u64,
 }
 
@@ -232,7 +233,14 @@ impl Comparison {
                         policy: policy.clone(),
                         sysctls: self.sysctls.clone(),
                         workload: w.clone(),
-                        cfg: RunConfig { seed: *seed, hz: self.hz, check: false, preempt: self.preempt, ..RunConfig::default() },
+                        cfg: RunConfig {
+                            seed: *seed,
+                            hz: self.hz,
+                            check: false,
+                            preempt: self.preempt,
+                            autogroup: self.autogroup,
+                            ..RunConfig::default()
+                        },
                     };
                     let r = spec.engine().run();
                     let out = check_result(&r, false).map(|_| RunRow::from_result(&r, w));

@@ -53,13 +53,14 @@ pub fn text(spec: &RunSpec, r: &RunResult, wall: Duration) -> String {
     let _ = writeln!(out, "seed={}", r.seed);
     let _ = writeln!(
         out,
-        "schedlab run: policy={} topology={} ({} CPUs) machine={} hz={} preempt={}",
+        "schedlab run: policy={} topology={} ({} CPUs) machine={} hz={} preempt={}{}",
         r.policy,
         spec.topo.name,
         n,
         spec.machine.name,
         spec.cfg.hz,
-        spec.cfg.preempt.name()
+        spec.cfg.preempt.name(),
+        if spec.cfg.autogroup { " autogroup" } else { "" }
     );
     let _ = writeln!(out, "{}", spec.workload.banner());
     let _ = writeln!(out, "{}", spec.workload.result_line(r));
@@ -207,6 +208,7 @@ pub fn json(spec: &RunSpec, r: &RunResult) -> String {
         "machine": spec.machine.name,
         "hz": spec.cfg.hz,
         "preempt": spec.cfg.preempt.name(),
+        "autogroup": spec.cfg.autogroup,
         "workload": format!("{:?}", spec.workload),
         "elapsed_s": r.elapsed_ns() as f64 / 1e9,
         "elapsed_ns": r.elapsed_ns(),

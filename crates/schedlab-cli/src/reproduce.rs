@@ -270,6 +270,7 @@ impl Experiment {
             runs: runs.unwrap_or(self.runs),
             hz: self.hz,
             preempt: crate::cli::parse_preempt(Some(&self.preempt), &self.topology)?,
+            autogroup: false,
             first_seed: 1,
         })
     }

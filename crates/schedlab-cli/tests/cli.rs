@@ -148,6 +148,7 @@ fn bad_input_fails_cleanly() {
         (vec!["--sysctl", "sched_rr_timeslice_ms=-1"], "-1"),
         (vec!["--hz", "3"], "3"),
         (vec!["--preempt", "rt"], "rt"),
+        (vec!["--autogroup", "yes"], "yes"),
         (vec!["--preempt", "lazy"], "lazy"),
         (vec!["--policy", "eevdf@6.7"], "6.7"),
         (vec!["--policy", "eevdf@6.6+DELAY_DEQUEUE"], "not modelled"),

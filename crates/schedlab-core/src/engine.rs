@@ -29,6 +29,31 @@ use crate::task::{nice_to_weight, Task, TaskId, TaskState};
 use crate::topology::{Distance, Topology};
 use crate::trace::{PrevState, TraceKind, TraceRecord, TraceSink};
 
+/// The workload's main program, first moved into its session's autogroup
+/// (`sched_autogroup_create_attach()` at `setsid()`; the group's weight is
+/// nice 0's, `autogroup->nice` = 0). Its children inherit the group.
+struct InAutogroup {
+    inner: Box<dyn Program>,
+    joined: bool,
+}
+
+/// The task group an autogrouped run's session gets.
+pub const AUTOGROUP_PATH: &str = "/autogroup-1";
+
+impl Program for InAutogroup {
+    fn next(&mut self, last: OpResult, rng: &mut SimRng) -> Op {
+        if !self.joined {
+            self.joined = true;
+            return Op::JoinGroup { path: AUTOGROUP_PATH.into(), shares: ROOT_TASK_GROUP_SHARES };
+        }
+        self.inner.next(last, rng)
+    }
+
+    fn working_set_bytes(&self) -> u64 {
+        self.inner.working_set_bytes()
+    }
+}
+
 /// Mark label a workload records just before its timed part starts.
 pub const MARK_START: u32 = 0;
 /// Mark label a workload records when its timed part ends.
@@ -83,6 +108,10 @@ pub struct RunConfig {
     pub util_bucket_ns: Option<u64>,
     /// When a requested reschedule takes effect (`preempt=`).
     pub preempt: PreemptModel,
+    /// CONFIG_SCHED_AUTOGROUP with `sched_autogroup_enabled`: the workload starts
+    /// in a session of its own (as under `setsid`), so it and every task it forks
+    /// run in one autogroup, a task group of the root with a nice-0 share.
+    pub autogroup: bool,
 }
 
 impl Default for RunConfig {
@@ -95,6 +124,7 @@ impl Default for RunConfig {
             tick_phase_ns: None,
             util_bucket_ns: None,
             preempt: PreemptModel::None,
+            autogroup: false,
         }
     }
 }
@@ -346,6 +376,7 @@ impl Engine {
             cfg,
         };
         e.policy.init(&mut e.sys);
+        let main: Box<dyn Program> = if e.cfg.autogroup { Box::new(InAutogroup { inner: main, joined: false }) } else { main };
         let p = e.new_task(None, comm.to_string(), false, main, 0);
         e.policy.task_fork(&mut e.sys, p, None);
         e.activate_new(p, 0);

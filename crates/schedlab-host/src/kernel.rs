@@ -57,6 +57,14 @@ pub fn preempt_mode() -> Option<HostPreempt> {
         .and_then(|(_, m)| found(m, "the kernel config's CONFIG_PREEMPT_* choice"))
 }
 
+/// Whether the kernel puts each new session in its own autogroup
+/// (`/proc/sys/kernel/sched_autogroup_enabled`, CONFIG_SCHED_AUTOGROUP). None if
+/// the file is absent (no CONFIG_SCHED_AUTOGROUP) or unreadable.
+pub fn autogroup_enabled() -> Option<bool> {
+    let s = fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled").ok()?;
+    Some(s.trim() != "0")
+}
+
 /// The kernel's message buffer (`syslog(SYSLOG_ACTION_READ_ALL)`), if readable.
 fn kernel_log() -> Option<String> {
     const SYSLOG_ACTION_READ_ALL: libc::c_int = 3;

@@ -84,3 +84,31 @@ fn stress_ng_shutdown_never_strands_a_reader_under_full_preemption() {
         }
     }
 }
+
+/// With autogroup the workload runs one level down, in its session's task group:
+/// every decision then goes through the group entity (its share, its lag), so the
+/// same run takes a different course, and stays clean.
+#[test]
+fn an_autogrouped_run_goes_through_its_group_entity() {
+    use schedlab_core::{Engine, RunConfig, Topology};
+    let run = |autogroup: bool| {
+        let w = schedlab_workloads::Workload::parse("hackbench groups=2 loops=50 ipc=pipe").unwrap();
+        let cfg = RunConfig { seed: 3, check: true, autogroup, ..RunConfig::default() };
+        Engine::new(
+            Topology::parse("kvm-2").unwrap(),
+            common::unit_profile(),
+            schedlab_policies::policy_by_name("eevdf@6.18", &[]).unwrap(),
+            cfg,
+            w.main_comm(),
+            w.main_program(),
+        )
+        .run()
+    };
+    let (flat, grouped) = (run(false), run(true));
+    for r in [&flat, &grouped] {
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    }
+    assert_ne!(flat.digest, grouped.digest);
+    // The main task's JoinGroup is one more system call, outside the timed window.
+    assert_eq!(flat.tasks.len(), grouped.tasks.len());
+}
