@@ -18,10 +18,13 @@ use clap::Parser;
 
 use schedlab_core::error::SpecError;
 
-/// A failure: bad input (exit 2) or something that went wrong while running (exit 1).
+/// A failure: bad input (exit 2), a host that cannot do what was asked (no
+/// permission, not Linux, no tracefs: exit 2), or something that went wrong
+/// while running (exit 1).
 #[derive(Debug)]
 pub enum Failure {
     Input(SpecError),
+    Host(String),
     Run(String),
 }
 
@@ -37,6 +40,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Input(e)) => {
             eprintln!("schedlab: error: {e}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Host(msg)) => {
+            eprintln!("schedlab: error: {msg}");
             ExitCode::from(2)
         }
         Err(Failure::Run(msg)) => {
@@ -58,7 +65,7 @@ fn record_cmd(out: &std::path::Path, buffer_kb: u32, timeout_s: u64, argv: &[Str
     }
     check_output_path("out", out)?;
     let rec = schedlab_host::record::record(argv, buffer_kb, std::time::Duration::from_secs(timeout_s))
-        .map_err(|e| Failure::Run(format!("record: {e}")))?;
+        .map_err(|e| Failure::Host(format!("record: {e}")))?;
     match rec.outcome {
         Outcome::Exited(s) if s.success() => {}
         Outcome::Exited(s) => return Err(Failure::Run(format!("record: the command failed ({s}); nothing written"))),
