@@ -1518,6 +1518,11 @@ impl Engine {
                 self.process_requests();
                 Outcome::Continue
             }
+            Op::SetSlice { ns } => {
+                self.policy.set_slice(&mut self.sys, p, ns);
+                self.process_requests();
+                Outcome::Continue
+            }
             Op::Kernel { .. } => Outcome::Continue,
             Op::Compute { .. } | Op::Stream { .. } | Op::Mark { .. } | Op::Store { .. } | Op::Clock | Op::Record { .. } => {
                 Outcome::Continue

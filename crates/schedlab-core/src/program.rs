@@ -72,6 +72,9 @@ pub enum Op {
     JoinGroup { path: String, shares: u64 },
     /// setpriority()/nice(): change this task's nice value.
     SetNice { nice: i32 },
+    /// sched_setattr() of a SCHED_NORMAL task with `sched_runtime` = `ns`: its
+    /// own slice (v6.12+; 0 returns to the default; older kernels ignore it).
+    SetSlice { ns: u64 },
     /// Record the current time under `label` (gettimeofday(), no cost modelled).
     Mark { label: u32 },
     /// Read the clock (clock_gettime() through the vDSO, no cost modelled).

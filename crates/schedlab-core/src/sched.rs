@@ -168,6 +168,9 @@ pub trait SchedClass {
 
     /// `reweight_task()`: `p`'s nice changed (its weight is already updated).
     fn reweight_task(&mut self, _sys: &mut System, _p: TaskId, _old_weight: u32) {}
+    /// `sched_setattr()` asked running task `p` for a slice of `ns` (0: the
+    /// default). Classes without per-task slices ignore it.
+    fn set_slice(&mut self, _sys: &mut System, _p: TaskId, _ns: u64) {}
     /// `p` moved from group `old` to `sys.tasks[p].group` (`sched_move_task()`).
     fn task_change_group(&mut self, _sys: &mut System, _p: TaskId, _old: usize) {}
     /// The `cpu.shares` of group `g` changed (`sched_group_set_shares()`).

@@ -29,7 +29,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "hackbench groups=G loops=L ipc=socket|pipe mode=process|thread [fds=20] [datasize=100]"),
     ("pipe", "pipe loops=L mode=process|thread (perf bench sched pipe)"),
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
-    ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100]"),
+    ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100] [slice_us=0]"),
     ("tbench", "tbench clients=N [runtime_ms=10000] [warmup_ms=2000] (dbench's network mode over loopback TCP)"),
     ("stress-ng", "stress-ng pipe=N [timeout_ms=20000] [pipe_data_size=512] [fill_ns=0] (the pipe stressor: bogo ops/s)"),
     (
@@ -82,7 +82,7 @@ impl Workload {
             }
             "schbench" => {
                 let b = Schbench::from_params(&mut p)?;
-                p.finish("threads, workers, runtime_ms, warmup_ms, sleep_us, work_us")?;
+                p.finish("threads, workers, runtime_ms, warmup_ms, sleep_us, work_us, slice_us")?;
                 Ok(Workload::Schbench(b))
             }
             "tbench" => {

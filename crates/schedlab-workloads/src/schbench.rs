@@ -46,6 +46,9 @@ pub struct Schbench {
     pub warmup_ms: u64,
     pub sleep_us: u64,
     pub work_us: u64,
+    /// Workers' own slice (`sched_setattr()` sched_runtime, EEVDF v6.12+), µs;
+    /// 0 keeps the default.
+    pub slice_us: u64,
 }
 
 impl Schbench {
@@ -60,6 +63,7 @@ impl Schbench {
             warmup_ms: p.u64_in("warmup_ms", 0, 0, 100_000_000)?,
             sleep_us: p.u64_in("sleep_us", 100, 0, 100_000_000)?,
             work_us: p.u64_in("work_us", 100, 1, 100_000_000)?,
+            slice_us: p.u64_in("slice_us", 0, 0, 100_000)?,
         })
     }
 
@@ -265,7 +269,8 @@ impl Program for Main {
                 msg: id / t,
                 sleep_ns: self.b.sleep_us * 1000,
                 work_ns: self.b.work_us * 1000,
-                ops: VecDeque::new(),
+                // A worker sets its slice before its first request.
+                ops: (self.b.slice_us > 0).then_some(Op::SetSlice { ns: self.b.slice_us * 1000 }).into_iter().collect(),
                 clock_for: Clock::BlockStamp,
                 request_start: 0,
             };

@@ -112,3 +112,19 @@ fn an_autogrouped_run_goes_through_its_group_entity() {
     // The main task's JoinGroup is one more system call, outside the timed window.
     assert_eq!(flat.tasks.len(), grouped.tasks.len());
 }
+
+/// sched_setattr()'s sched_runtime reaches the class: v6.12 gives schbench's
+/// workers their 0.1 ms slice (the run takes another course), v6.6 ignores it
+/// (the same run, but for the system call's cost).
+#[test]
+fn a_custom_slice_counts_from_v612_only() {
+    let run = |policy: &str, slice: u64| {
+        let r = common::run("kvm-2", policy, &format!("schbench threads=1 workers=4 runtime_ms=50 slice_us={slice}"), 2);
+        assert!(r.violations.is_empty(), "{policy}: {:#?}", r.violations);
+        let switches: u64 = r.tasks.iter().map(|t| t.switches).sum();
+        (r.latency.len(), switches)
+    };
+    assert_ne!(run("eevdf@6.12", 0), run("eevdf@6.12", 100));
+    let (old, new) = (run("eevdf@6.6", 0), run("eevdf@6.6", 100));
+    assert_eq!(old.1, new.1, "v6.6 has no custom slices");
+}

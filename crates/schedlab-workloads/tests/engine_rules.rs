@@ -337,7 +337,7 @@ fn full_pipe_writer(sleep_after_first_read: bool) -> schedlab_core::engine::Task
     ops.push(Op::Sleep { ns: 1_000_000 });
     ops.push(Op::Read { chan: 0, bytes: 100 });
     if sleep_after_first_read {
-        ops.push(Op::Sleep { ns: 1_000_000 });
+        ops.push(Op::Sleep { ns: 300_000 });
     }
     ops.extend((1..40).map(|_| Op::Read { chan: 0, bytes: 100 }));
     ops.push(Op::WaitChild);

@@ -797,6 +797,27 @@ mod tests {
     }
 
     #[test]
+    fn preempt_short_lets_a_shorter_slice_through_the_protection_v612() {
+        // a runs protected and eligible (V = 1 ms); b wakes with a 0.1 ms custom
+        // slice, eligible, due before a. Protected a keeps the CPU unless
+        // PREEMPT_SHORT cuts its protection for the shorter slice.
+        for (features, preempts) in [(None, true), (Some("NO_PREEMPT_SHORT"), false)] {
+            let mut c = eevdf_on("6.12", "x6-2-20", features);
+            let (a, b, far) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
+            queue_at(&mut c, a, MIN, MIN + 3_000_000);
+            queue_at(&mut c, far, MIN + 3_000_000, MIN + 6_000_000);
+            run(&mut c, a);
+            assert!(c.protect_slice(Ent::Task(a)));
+            c.se[b].slice_ns = 100_000;
+            c.se[b].custom_slice = true;
+            queue_at(&mut c, b, MIN, MIN + 100_000);
+            let got = c.wakeup_preempt_eevdf(0, 0, Ent::Task(a), Ent::Task(b), 0);
+            assert_eq!(got, preempts, "{features:?}");
+            assert_eq!(c.protect_slice(Ent::Task(a)), !preempts, "{features:?}: protection cut iff preempting");
+        }
+    }
+
+    #[test]
     fn v618_protection_is_a_vruntime_bound() {
         let mut c = eevdf_on("6.18", "x6-2-20", None);
         let a = add_task(&mut c, 0);

@@ -1495,6 +1495,20 @@ impl SchedClass for Cfs {
         }
     }
 
+    /// `__setparam_fair()` (v6.12 syscalls.c): a non-zero `sched_runtime` becomes the
+    /// task's custom slice, clamped to 0.1-100 ms; 0 returns to the base slice.
+    /// Only v6.12+ reads it. The deadline keeps its distance until the next one is
+    /// set (sched_setattr's DEQUEUE_SAVE/ENQUEUE_RESTORE keep the relative deadline).
+    fn set_slice(&mut self, _sys: &mut System, p: TaskId, ns: u64) {
+        if self.version < KernelVersion::V6_12 {
+            return;
+        }
+        let base = self.sysctl.base_slice_ns;
+        let se = &mut self.se[p];
+        se.custom_slice = ns != 0;
+        se.slice_ns = if ns == 0 { base } else { ns.clamp(100_000, 100_000_000) };
+    }
+
     /// `sched_move_task()` → `task_change_group_fair()` (v4.19 L10057): out of the
     /// old group's hierarchy (load detached, vruntime made relative), into the new
     /// one's, keeping the task running if it was.
