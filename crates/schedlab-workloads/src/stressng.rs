@@ -12,10 +12,11 @@
 //! counters by the instances' mean wall time).
 //!
 //! In the model the instances start together (stress-ng starts them one after
-//! another within a few ms, before they synchronise on their first operation) and
-//! the measured window is the timeout. At the timeout the writer stops, writes once
-//! more to wake a reader that may be asleep (the close's EOF in the real program)
-//! and both exit. Bogo ops count only writes completed inside the window.
+//! another within a few ms) and the measured window is the timeout. At the timeout
+//! the writer sends one more packet (stress-ng's "PS!" stop packet, which also
+//! wakes a reader asleep on the empty pipe); the reader stops once it has read it
+//! (the real writer SIGKILLs it) and the writer reaps it. Bogo ops count only
+//! writes completed inside the window.
 //!
 //! User work per write: the writer fills its 512-byte buffer (`pipe_memset()`)
 //! and updates its counters; the reader compares 3 bytes and every 512 reads asks
