@@ -13,15 +13,7 @@ use crate::HostError;
 
 /// The scheduler tracepoints a recording enables: the ones the project's trace
 /// parser reads and its simulated traces write.
-pub const SCHED_EVENTS: [&str; 7] = [
-    "sched_switch",
-    "sched_waking",
-    "sched_wakeup",
-    "sched_wakeup_new",
-    "sched_migrate_task",
-    "sched_process_fork",
-    "sched_process_exit",
-];
+pub use schedlab_trace::SCHED_EVENTS;
 
 /// Where tracefs is usually mounted (since Linux 4.1).
 const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";

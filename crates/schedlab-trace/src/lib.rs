@@ -17,6 +17,18 @@ mod write;
 pub use parse::{parse_line, parse_trace};
 pub use write::{format_line, header};
 
+/// The sched tracepoints this crate reads and writes: what a recording enables
+/// and what the simulator's traces contain.
+pub const SCHED_EVENTS: [&str; 7] = [
+    "sched_switch",
+    "sched_waking",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_migrate_task",
+    "sched_process_fork",
+    "sched_process_exit",
+];
+
 /// One scheduler tracepoint (or any other event, kept raw).
 ///
 /// Fields mirror the tracepoints' printed arguments, not their binary records, so

@@ -4,20 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use schedlab_trace::{format_line, header, parse_line, parse_trace, Event, Line};
+use schedlab_trace::{format_line, header, parse_line, parse_trace, Event, Line, SCHED_EVENTS};
 
 const PIPE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/ftrace-hackbench-pipe-g1-l100-2cpu.txt");
 const SOCKET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/ftrace-hackbench-socket-g1-l100-2cpu.txt");
-
-const SCHED_EVENTS: [&str; 7] = [
-    "sched_switch",
-    "sched_waking",
-    "sched_wakeup",
-    "sched_wakeup_new",
-    "sched_migrate_task",
-    "sched_process_fork",
-    "sched_process_exit",
-];
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"))

@@ -164,19 +164,7 @@ fn timer_wakeup_preempts_user_code_on_the_interrupts_return() {
     // (sched_latency / 2) behind min_vruntime, more than the 1 ms wakeup
     // granularity, so the wakeup asks to preempt, and the switch happens when the
     // timer interrupt returns, not at the next tick (20 ms).
-    let sleeper = Script::new(vec![Op::Sleep { ns: 12_000_000 }]);
-    let ops = vec![
-        Op::Fork { kind: ForkKind::Process, comm: Some("sleeper".into()), program: Box::new(sleeper) },
-        Op::Sleep { ns: 1_000_000 },
-        Op::Compute { ns: 40_000_000 },
-        Op::WaitChild,
-    ];
-    let policy = schedlab_policies::policy_by_name("cfs@4.19", &[]).unwrap();
-    let cfg = RunConfig { seed: 7, check: true, hz: 100, tick_phase_ns: Some(0), ..RunConfig::default() };
-    let r =
-        Engine::new(Topology::parse("1x1x1x1").unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)))
-            .run();
-    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let r = sleeper_wakes_during("cfs@4.19", Op::Compute { ns: 40_000_000 }, schedlab_core::sched::PreemptModel::None);
     // Four wakeups: main's start, the fork's, and the two timers'. None waits for a
     // tick: the fork's waits for main's sleep (~0.1 ms), the rest microseconds.
     assert_eq!(r.latency.len(), 4);
@@ -190,11 +178,17 @@ fn timer_wakeup_preempts_user_code_on_the_interrupts_return() {
 /// return, `lazy` at the next tick (the fair class of v6.13+ only sets the lazy
 /// bit; the tick promotes it), or at once for a class that asks with the full bit.
 fn wakeup_latency_in_a_long_syscall(policy: &str, preempt: schedlab_core::sched::PreemptModel) -> u64 {
+    sleeper_wakes_during(policy, Op::Kernel { ns: 40_000_000 }, preempt).latency.max()
+}
+
+/// One CPU at HZ=100: main forks a sleeper (12 ms), sleeps 1 ms, then runs `work`
+/// (40 ms) while the sleeper's timer fires; invariants checked.
+fn sleeper_wakes_during(policy: &str, work: Op, preempt: schedlab_core::sched::PreemptModel) -> schedlab_core::RunResult {
     let sleeper = Script::new(vec![Op::Sleep { ns: 12_000_000 }]);
     let ops = vec![
         Op::Fork { kind: ForkKind::Process, comm: Some("sleeper".into()), program: Box::new(sleeper) },
         Op::Sleep { ns: 1_000_000 },
-        Op::Kernel { ns: 40_000_000 },
+        work,
         Op::WaitChild,
     ];
     let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
@@ -203,7 +197,7 @@ fn wakeup_latency_in_a_long_syscall(policy: &str, preempt: schedlab_core::sched:
         Engine::new(Topology::parse("1x1x1x1").unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)))
             .run();
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
-    r.latency.max()
+    r
 }
 
 #[test]

@@ -681,6 +681,17 @@ mod tests {
         c.rq[0].cfs.nr_running += 1;
     }
 
+    /// Nice-0 tasks a (running, fresh pick, at MIN with deadline MIN + 3 ms), b (not
+    /// queued) and one far ahead (MIN + 3 ms), so that V = 1 ms after a's start
+    /// and a is eligible and protected.
+    fn protected_runner(c: &mut Cfs) -> (TaskId, TaskId) {
+        let (a, b, far) = (add_task(c, 0), add_task(c, 0), add_task(c, 0));
+        queue_at(c, a, MIN, MIN + 3_000_000);
+        queue_at(c, far, MIN + 3_000_000, MIN + 6_000_000);
+        run(c, a);
+        (a, b)
+    }
+
     /// Makes queued `p` CPU 0's running entity, as a fresh pick.
     fn run(c: &mut Cfs, p: TaskId) {
         c.tree_remove(0, 0, Ent::Task(p));
@@ -776,10 +787,7 @@ mod tests {
     fn run_to_parity_keeps_an_eligible_running_task_until_its_deadline() {
         for (features, preempts) in [(None, false), (Some("NO_RUN_TO_PARITY"), true)] {
             let mut c = eevdf_on("6.6", "x6-2-20", features);
-            let (a, b, far) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
-            queue_at(&mut c, a, MIN, MIN + 3_000_000);
-            queue_at(&mut c, far, MIN + 3_000_000, MIN + 6_000_000);
-            run(&mut c, a);
+            let (a, b) = protected_runner(&mut c);
             // The wakee is eligible (V = 1 ms) and due 1 ms before the running task.
             queue_at(&mut c, b, MIN, MIN + 2_000_000);
             let got = c.wakeup_preempt_eevdf(0, 0, Ent::Task(a), Ent::Task(b), 0);
@@ -803,10 +811,7 @@ mod tests {
         // PREEMPT_SHORT cuts its protection for the shorter slice.
         for (features, preempts) in [(None, true), (Some("NO_PREEMPT_SHORT"), false)] {
             let mut c = eevdf_on("6.12", "x6-2-20", features);
-            let (a, b, far) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
-            queue_at(&mut c, a, MIN, MIN + 3_000_000);
-            queue_at(&mut c, far, MIN + 3_000_000, MIN + 6_000_000);
-            run(&mut c, a);
+            let (a, b) = protected_runner(&mut c);
             assert!(c.protect_slice(Ent::Task(a)));
             c.se[b].slice_ns = 100_000;
             c.se[b].custom_slice = true;
