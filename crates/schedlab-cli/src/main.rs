@@ -3,7 +3,6 @@
 //! accepted form, and exit status 2.
 
 mod bench;
-mod calibrate;
 mod cli;
 mod compare;
 mod machines;
@@ -107,8 +106,8 @@ fn calibrate_cmd(name: String, out: Option<std::path::PathBuf>, quick: bool) -> 
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         return Err(Failure::Input(SpecError::new("name", name, "letters, digits, '-' and '_'")));
     }
-    let opts = calibrate::CalibrateOptions { name, quick };
-    let profile = calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
+    let opts = schedlab_host::calibrate::CalibrateOptions { name, quick };
+    let profile = schedlab_host::calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
     let text = profile.to_toml();
     match out {
         None => print!("{text}"),

@@ -1,12 +1,15 @@
-//! The real machine schedlab runs on: recording what its kernel scheduler does.
+//! The real machine schedlab runs on: measuring its primitives ([`calibrate`]),
+//! running real workloads under the kernel's own counters, and recording what its
+//! kernel scheduler does.
 //!
-//! Everything here touches the host (tracefs, processes, signals) and nothing in the
+//! Everything here touches the host (tracefs, processes, signals, perf counters) and nothing in the
 //! simulator depends on it. A real run must be short, must never leave a process
 //! behind and must leave tracing as it found it: [`tracefs::Instance`] owns a private
 //! tracefs instance and removes it on drop, [`run::Supervised`] owns a child's whole
 //! session and kills it on drop, and [`signals`] turns SIGINT/SIGTERM into a flag the
 //! waiting loops check so that both drops run.
 
+pub mod calibrate;
 pub mod kernel;
 pub mod record;
 pub mod run;
