@@ -67,6 +67,31 @@ pub enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Run a workload for real on this Linux host (hackbench, pipe, schbench), each
+    /// run in its own session, measured with the kernel's counters for the whole
+    /// task tree (context switches, CPU migrations, task-clock).
+    Real {
+        /// Workload spec, the same as for `run`.
+        #[arg(long, default_value = "hackbench groups=1 loops=2000 ipc=pipe")]
+        workload: String,
+        #[arg(long, default_value_t = 1)]
+        runs: u64,
+        /// Run on these CPUs only (sched_setaffinity), e.g. 0 or 0-1.
+        #[arg(long)]
+        cpus: Option<String>,
+        /// Kill a run's whole session after this many seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout_s: u64,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Run once in this process and print the result as JSON (used by real itself).
+        #[arg(long, hide = true)]
+        in_process: bool,
+    },
+    /// Run a suite for real on this host and simulated on the host's topology with
+    /// its calibrated profile and its kernel's policy, preemption model and
+    /// autogroup; print both side by side with the error per row.
+    Validate(ValidateArgs),
     /// Compare a base and a new policy on one workload over several seeds.
     Compare(CompareArgs),
     /// Reproduce a seed's published experiment, printed beside the published table.
@@ -219,6 +244,59 @@ pub struct CompareArgs {
     pub plot: Option<PathBuf>,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct ValidateArgs {
+    /// A shipped suite (host-default, host-quick) or a suite .toml.
+    #[arg(long, default_value = "host-default")]
+    pub suite: String,
+    /// Real and simulated runs per row (default: the suite's).
+    #[arg(long)]
+    pub runs: Option<u64>,
+    /// Only these rows (names or their file-name forms, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Option<Vec<String>>,
+    /// Machine profile for the simulated side (default: a fresh `schedlab calibrate`).
+    #[arg(long)]
+    pub machine: Option<String>,
+    /// With no --machine: calibrate in quick mode.
+    #[arg(long)]
+    pub quick_calibrate: bool,
+    /// Simulated policy (default: the model of the host kernel's release).
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Simulated preemption model (default: the host kernel's).
+    #[arg(long)]
+    pub preempt: Option<String>,
+    /// Simulated autogroup on|off (default: the host's).
+    #[arg(long)]
+    pub autogroup: Option<String>,
+    #[arg(long, default_value_t = 250)]
+    pub hz: u64,
+    /// Run the real side on these CPUs only, and simulate the host topology's part on them.
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Record each row's first real run (tracefs) and its simulated run into this
+    /// directory and print where the traces differ most.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Draw simulated / real per row into this .svg or .png file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write the report here instead of standard output (atomically).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
+    pub format: ValidateFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ValidateFormat {
+    Text,
+    Json,
+    /// row,workload,metric,side,run,value
+    Csv,
+}
+
 /// A fully validated run.
 pub struct RunSpec {
     pub topo: Topology,
@@ -330,6 +408,10 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Record { out, buffer_kb, timeout_s, command } => crate::record_cmd(&out, buffer_kb, timeout_s, &command),
         Command::Bench { quick, one: None, .. } => crate::bench::run(quick),
         Command::Bench { quick, one: Some(i), policy } => crate::bench::run_one(i, &policy, quick),
+        Command::Real { workload, runs, cpus, timeout_s, format, in_process } => {
+            crate::validate::real_cmd(&workload, runs, cpus.as_deref(), timeout_s, format == Format::Json, in_process)
+        }
+        Command::Validate(a) => crate::validate::validate_cmd(&a),
         Command::Compare(a) => compare(&a),
         Command::Reproduce { name, list, runs, scale, rows, format, fraction, plot } => {
             let Some(name) = name.filter(|_| !list) else { return crate::reproduce::list() };

@@ -10,6 +10,7 @@ mod plotfile;
 mod report;
 mod reproduce;
 mod tracefile;
+mod validate;
 
 use std::process::ExitCode;
 

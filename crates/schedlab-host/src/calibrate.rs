@@ -665,20 +665,10 @@ impl Host {
             llc_cpus: llc_cpus.len(),
             node_cpus,
             model,
-            kernel: kernel_release(),
+            kernel: crate::kernel::release(),
             idle_driver: format!("cpuidle driver {idle_driver}"),
         })
     }
-}
-
-fn kernel_release() -> String {
-    // SAFETY: utsname is plain data; uname fills it with NUL-terminated strings.
-    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut uts) } != 0 {
-        return "unknown".to_string();
-    }
-    let bytes: Vec<u8> = uts.release.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn rss_mib() -> u64 {

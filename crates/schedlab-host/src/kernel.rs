@@ -65,6 +65,40 @@ pub fn autogroup_enabled() -> Option<bool> {
     Some(s.trim() != "0")
 }
 
+/// The running kernel's release (`uname -r`), e.g. `6.18.44-fc-v669`.
+pub fn release() -> String {
+    // SAFETY: utsname is plain data; uname fills it with NUL-terminated strings.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut uts) } != 0 {
+        return "unknown".to_string();
+    }
+    let bytes: Vec<u8> = uts.release.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// (major, minor) of a release string such as `6.18.44-fc-v669`.
+pub fn major_minor(release: &str) -> Option<(u32, u32)> {
+    let mut it = release.split(|c: char| !c.is_ascii_digit());
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// The schedlab policy modelling a Linux release: the newest modelled fair
+/// scheduler at or below it (6.18+ → eevdf@6.18, 6.12-6.17 → eevdf@6.12,
+/// 6.6-6.11 → eevdf@6.6, 5.15-6.5 → cfs@5.15, 5.10-5.14 → cfs@5.10,
+/// 4.19-5.9 → cfs@4.19). None below 4.19.
+pub fn policy_for_release(release: &str) -> Option<&'static str> {
+    let v = major_minor(release)?;
+    let table: [((u32, u32), &str); 6] = [
+        ((6, 18), "eevdf@6.18"),
+        ((6, 12), "eevdf@6.12"),
+        ((6, 6), "eevdf@6.6"),
+        ((5, 15), "cfs@5.15"),
+        ((5, 10), "cfs@5.10"),
+        ((4, 19), "cfs@4.19"),
+    ];
+    table.iter().find(|(from, _)| v >= *from).map(|(_, p)| *p)
+}
+
 /// The kernel's message buffer (`syslog(SYSLOG_ACTION_READ_ALL)`), if readable.
 fn kernel_log() -> Option<String> {
     const SYSLOG_ACTION_READ_ALL: libc::c_int = 3;
@@ -86,6 +120,20 @@ fn kernel_log() -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_map_to_the_newest_model_at_or_below() {
+        assert_eq!(policy_for_release("6.18.44-fc-v669"), Some("eevdf@6.18"));
+        assert_eq!(policy_for_release("6.19.0"), Some("eevdf@6.18"));
+        assert_eq!(policy_for_release("6.17.2"), Some("eevdf@6.12"));
+        assert_eq!(policy_for_release("6.6.0"), Some("eevdf@6.6"));
+        assert_eq!(policy_for_release("6.5.13"), Some("cfs@5.15"));
+        assert_eq!(policy_for_release("5.4.0"), Some("cfs@4.19"));
+        assert_eq!(policy_for_release("4.14.1"), None);
+        assert_eq!(policy_for_release("unknown"), None);
+    }
+
     #[test]
     fn the_mode_read_is_one_of_the_four() {
         if let Some(h) = super::preempt_mode() {

@@ -10,7 +10,9 @@
 //! waiting loops check so that both drops run.
 
 pub mod calibrate;
+pub mod counters;
 pub mod kernel;
+pub mod real;
 pub mod record;
 pub mod run;
 pub mod signals;

@@ -12,6 +12,7 @@
 //! newer layout and parses to an equal [`Line`].
 
 mod parse;
+pub mod summary;
 mod write;
 
 pub use parse::{parse_line, parse_trace};

@@ -1,0 +1,951 @@
+//! `schedlab real` and `schedlab validate`: the same workload description run on
+//! this host's kernel and in the simulator of that kernel, side by side.
+//!
+//! A real run is `schedlab real --in-process` started as a session of its own
+//! (schedlab-host's `real::run_supervised`); its counters are the kernel's
+//! (perf software events, inherited over the whole task tree). The simulated
+//! side runs on the host's topology (from sysfs), with a machine profile measured
+//! by `calibrate` (fresh unless `--machine` names one), the policy modelling the
+//! running kernel's release, its preemption model and its autogroup setting.
+//! Real runs come first, one at a time, on a machine otherwise quiet; the
+//! simulated runs follow on all cores.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use schedlab_core::error::SpecError;
+use schedlab_core::sched::PreemptModel;
+use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
+use schedlab_host::real::{self, RealResult};
+use schedlab_trace::summary::{self, TraceSummary};
+use schedlab_workloads::schbench::{REQUEST_LATENCY, WAKEUP_LATENCY};
+use schedlab_workloads::Workload;
+
+use crate::cli::{check_result, RunSpec, ValidateArgs, ValidateFormat};
+use crate::Failure;
+
+/// The shipped suites, built into the binary.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("host-default", include_str!("../../../suites/host-default.toml")),
+    ("host-quick", include_str!("../../../suites/host-quick.toml")),
+];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    name: String,
+    runs: Option<u64>,
+    timeout_s: Option<u64>,
+    tolerance: Option<ToleranceFile>,
+    rows: Vec<RowFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToleranceFile {
+    elapsed_pct: Option<f64>,
+    switches_pct: Option<f64>,
+    migrations_factor: Option<f64>,
+    migrations_min: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowFile {
+    name: String,
+    workload: String,
+}
+
+/// When a simulated median agrees with the real one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tolerance {
+    pub elapsed_pct: f64,
+    pub switches_pct: f64,
+    pub migrations_factor: f64,
+    /// Migrations are judged only where the real median is at least this.
+    pub migrations_min: u64,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance { elapsed_pct: 15.0, switches_pct: 25.0, migrations_factor: 2.0, migrations_min: 100 }
+    }
+}
+
+pub struct SuiteRow {
+    pub name: String,
+    pub spec: String,
+    pub workload: Workload,
+}
+
+pub struct Suite {
+    pub name: String,
+    pub runs: u64,
+    pub timeout_s: u64,
+    pub tolerance: Tolerance,
+    pub rows: Vec<SuiteRow>,
+}
+
+/// A shipped suite by name, or a `.toml` file by path; every field checked.
+pub fn load_suite(name_or_path: &str) -> Result<Suite, SpecError> {
+    let (text, origin) = match BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+        Some((n, t)) => (t.to_string(), n.to_string()),
+        None if name_or_path.ends_with(".toml") => {
+            let t = std::fs::read_to_string(name_or_path)
+                .map_err(|e| SpecError::new("suite file", name_or_path, format!("a readable TOML file ({e})")))?;
+            (t, name_or_path.to_string())
+        }
+        None => {
+            let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+            return Err(SpecError::new("suite", name_or_path, format!("one of {} or a path ending in .toml", names.join(", "))));
+        }
+    };
+    let f: SuiteFile = toml::from_str(&text).map_err(|e| {
+        SpecError::new("suite file", &origin, format!("a suite TOML like suites/host-quick.toml ({})", e.message()))
+    })?;
+    let runs = f.runs.unwrap_or(3);
+    if !(1..=100).contains(&runs) {
+        return Err(SpecError::new("suite runs", runs.to_string(), "an integer from 1 to 100"));
+    }
+    let timeout_s = f.timeout_s.unwrap_or(120);
+    if !(1..=3600).contains(&timeout_s) {
+        return Err(SpecError::new("suite timeout_s", timeout_s.to_string(), "an integer from 1 to 3600"));
+    }
+    let d = Tolerance::default();
+    let t = f.tolerance.unwrap_or(ToleranceFile {
+        elapsed_pct: None,
+        switches_pct: None,
+        migrations_factor: None,
+        migrations_min: None,
+    });
+    let tolerance = Tolerance {
+        elapsed_pct: t.elapsed_pct.unwrap_or(d.elapsed_pct),
+        switches_pct: t.switches_pct.unwrap_or(d.switches_pct),
+        migrations_factor: t.migrations_factor.unwrap_or(d.migrations_factor),
+        migrations_min: t.migrations_min.unwrap_or(d.migrations_min),
+    };
+    for (field, v) in [("tolerance.elapsed_pct", tolerance.elapsed_pct), ("tolerance.switches_pct", tolerance.switches_pct)] {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(SpecError::new(field, v.to_string(), "a positive percentage"));
+        }
+    }
+    if !(tolerance.migrations_factor >= 1.0 && tolerance.migrations_factor.is_finite()) {
+        return Err(SpecError::new("tolerance.migrations_factor", tolerance.migrations_factor.to_string(), "a number >= 1"));
+    }
+    if f.rows.is_empty() {
+        return Err(SpecError::new("suite rows", &origin, "at least one [[rows]] entry"));
+    }
+    let mut rows: Vec<SuiteRow> = Vec::new();
+    for r in f.rows {
+        if r.name.is_empty() || rows.iter().any(|x| x.name == r.name) {
+            return Err(SpecError::new("suite rows.name", &r.name, "a non-empty name, unique in the suite"));
+        }
+        let workload = Workload::parse(&r.workload)?;
+        real::check_runnable(&workload)
+            .map_err(|e| SpecError::new("suite rows.workload", &r.workload, format!("a workload with a real run ({e})")))?;
+        rows.push(SuiteRow { name: r.name, spec: r.workload, workload });
+    }
+    Ok(Suite { name: f.name, runs, timeout_s, tolerance, rows })
+}
+
+/// `--cpus`: a CPU list (`0`, `0-3`, `0,2`) of CPUs that are online here.
+pub fn parse_cpus(s: &str) -> Result<Vec<usize>, SpecError> {
+    let accepted = "a list of online CPUs such as 0, 0-1 or 0,2";
+    let mut cpus = schedlab_core::topology::parse_cpu_list(s)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| SpecError::new("cpus", s, accepted))?;
+    cpus.sort_unstable();
+    cpus.dedup();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|o| schedlab_core::topology::parse_cpu_list(o.trim()))
+        .unwrap_or_default();
+    if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+        return Err(SpecError::new("cpus", s, format!("{accepted} (CPU {c} is not online)")));
+    }
+    Ok(cpus)
+}
+
+/// The host's topology, or the part of it on `cpus` (renumbered from 0 in
+/// order), read from sysfs.
+pub fn host_topology(cpus: Option<&[usize]>) -> Result<Topology, SpecError> {
+    let raw = |p: &str| std::fs::read_to_string(format!("/sys/devices/system/{p}")).ok();
+    let Some(sel) = cpus else { return Topology::from_sysfs(&raw) };
+    let map_list = |text: String| -> String {
+        let old = schedlab_core::topology::parse_cpu_list(text.trim()).unwrap_or_default();
+        let new: Vec<String> = old.iter().filter_map(|c| sel.iter().position(|s| s == c)).map(|i| i.to_string()).collect();
+        new.join(",")
+    };
+    let read = |p: &str| -> Option<String> {
+        if p == "cpu/online" {
+            return Some(format!("0-{}", sel.len() - 1));
+        }
+        if let Some(rest) = p.strip_prefix("cpu/cpu") {
+            let (idx, tail) = rest.split_once('/')?;
+            let old = *sel.get(idx.parse::<usize>().ok()?)?;
+            let text = raw(&format!("cpu/cpu{old}/{tail}"))?;
+            return Some(if tail.ends_with("_list") { map_list(text) } else { text });
+        }
+        let text = raw(p)?;
+        Some(if p.starts_with("node/node") && p.ends_with("/cpulist") { map_list(text) } else { text })
+    };
+    Topology::from_sysfs(&read)
+}
+
+/// One real run, as a supervised `schedlab real --in-process`.
+fn real_argv(spec: &str, cpus: Option<&[usize]>) -> Result<Vec<String>, Failure> {
+    let exe = std::env::current_exe().map_err(|e| Failure::Host(format!("finding the schedlab binary: {e}")))?;
+    let mut argv = vec![exe.display().to_string(), "real".into(), "--in-process".into(), "--workload".into(), spec.into()];
+    if let Some(c) = cpus {
+        argv.push("--cpus".into());
+        argv.push(c.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","));
+    }
+    Ok(argv)
+}
+
+fn check_linux() -> Result<(), Failure> {
+    if std::env::consts::OS != "linux" {
+        return Err(Failure::Host(format!("real runs need Linux; this is {}", std::env::consts::OS)));
+    }
+    Ok(())
+}
+
+/// `schedlab real`: the workload on this host, `runs` times, with its counters.
+pub fn real_cmd(
+    spec: &str,
+    runs: u64,
+    cpus: Option<&str>,
+    timeout_s: u64,
+    json_out: bool,
+    in_process: bool,
+) -> Result<(), Failure> {
+    check_linux()?;
+    let w = Workload::parse(spec)?;
+    real::check_runnable(&w).map_err(|e| SpecError::new("workload", spec, format!("a workload with a real run ({e})")))?;
+    let cpus = cpus.map(parse_cpus).transpose()?;
+    if in_process {
+        let name = std::ffi::CString::new(w.main_comm()).expect("no NUL in a comm");
+        // SAFETY: PR_SET_NAME with a NUL-terminated string: the workers inherit
+        // the workload's comm, as the simulated tasks carry it.
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+        let r = real::run_here(spec, &w, cpus.as_deref()).map_err(|e| Failure::Run(format!("real run: {e}")))?;
+        println!("{}", serde_json::to_string(&r).expect("plain data"));
+        return Ok(());
+    }
+    if !(1..=1000).contains(&runs) {
+        return Err(SpecError::new("runs", runs.to_string(), "an integer from 1 to 1000").into());
+    }
+    if !(1..=3600).contains(&timeout_s) {
+        return Err(SpecError::new("timeout-s", timeout_s.to_string(), "an integer from 1 to 3600").into());
+    }
+    schedlab_host::signals::install();
+    let argv = real_argv(spec, cpus.as_deref())?;
+    let mut results = Vec::new();
+    for _ in 0..runs {
+        let r = real::run_supervised(&argv, Duration::from_secs(timeout_s)).map_err(|e| Failure::Run(e.to_string()))?;
+        if !json_out {
+            println!("{}", real_line(&r));
+        }
+        results.push(r);
+    }
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&results).expect("plain data"));
+    } else if runs > 1 {
+        let med = |f: &dyn Fn(&RealResult) -> f64| median(&results.iter().map(f).collect::<Vec<_>>());
+        println!(
+            "median of {runs}: {:.3} s, {:.0} context switches, {:.0} CPU migrations",
+            med(&|r| r.elapsed_ns as f64 / 1e9),
+            med(&|r| r.context_switches as f64),
+            med(&|r| r.cpu_migrations.unwrap_or(0) as f64)
+        );
+    }
+    Ok(())
+}
+
+fn real_line(r: &RealResult) -> String {
+    let mig = r.cpu_migrations.map_or_else(|| "-".to_string(), |m| m.to_string());
+    let mut s = format!(
+        "{:.3} s  {} context switches  {mig} CPU migrations  {:.3} s task-clock  [{}]",
+        r.elapsed_ns as f64 / 1e9,
+        r.context_switches,
+        r.task_clock_ns as f64 / 1e9,
+        r.counters
+    );
+    for l in &r.latencies {
+        s.push_str(&format!(
+            "\n  {} latency (us): p50 {} p90 {} p99 {} p99.9 {} max {} ({} samples)",
+            l.name,
+            l.p50_ns / 1000,
+            l.p90_ns / 1000,
+            l.p99_ns / 1000,
+            l.p999_ns / 1000,
+            l.max_ns / 1000,
+            l.samples
+        ));
+    }
+    s
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The metrics a row compares, with how each is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    ElapsedS,
+    Switches,
+    Migrations,
+    WakeupP50Us,
+    WakeupP99Us,
+    RequestP99Us,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::ElapsedS => "elapsed_s",
+            Metric::Switches => "context_switches",
+            Metric::Migrations => "cpu_migrations",
+            Metric::WakeupP50Us => "wakeup_p50_us",
+            Metric::WakeupP99Us => "wakeup_p99_us",
+            Metric::RequestP99Us => "request_p99_us",
+        }
+    }
+
+    /// What a workload is compared on. schbench runs for a fixed window, so its
+    /// elapsed time says nothing: its latencies do.
+    pub fn for_workload(w: &Workload) -> &'static [Metric] {
+        match w {
+            Workload::Schbench(_) => {
+                &[Metric::Switches, Metric::Migrations, Metric::WakeupP50Us, Metric::WakeupP99Us, Metric::RequestP99Us]
+            }
+            _ => &[Metric::ElapsedS, Metric::Switches, Metric::Migrations],
+        }
+    }
+
+    fn of_real(self, r: &RealResult) -> Option<f64> {
+        let lat = |name: &str, f: fn(&real::LatencySummary) -> u64| {
+            r.latencies.iter().find(|l| l.name == name).map(|l| f(l) as f64 / 1000.0)
+        };
+        match self {
+            Metric::ElapsedS => Some(r.elapsed_ns as f64 / 1e9),
+            Metric::Switches => Some(r.context_switches as f64),
+            Metric::Migrations => r.cpu_migrations.map(|m| m as f64),
+            Metric::WakeupP50Us => lat("wakeup", |l| l.p50_ns),
+            Metric::WakeupP99Us => lat("wakeup", |l| l.p99_ns),
+            Metric::RequestP99Us => lat("request", |l| l.p99_ns),
+        }
+    }
+
+    fn of_sim(self, r: &RunResult) -> Option<f64> {
+        let q = |metric: u32, q: f64| r.metrics.get(&metric).map(|h| h.value_at_quantile(q) as f64 / 1000.0);
+        match self {
+            Metric::ElapsedS => Some(r.elapsed_ns() as f64 / 1e9),
+            Metric::Switches => Some(r.tasks.iter().map(|t| t.switches).sum::<u64>() as f64),
+            Metric::Migrations => Some(r.tasks.iter().map(|t| t.migrations).sum::<u64>() as f64),
+            Metric::WakeupP50Us => q(WAKEUP_LATENCY, 0.5),
+            Metric::WakeupP99Us => q(WAKEUP_LATENCY, 0.99),
+            Metric::RequestP99Us => q(REQUEST_LATENCY, 0.99),
+        }
+    }
+}
+
+/// One metric of one row: both sides' runs and the verdict.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    pub metric: Metric,
+    pub real: Vec<f64>,
+    pub sim: Vec<f64>,
+}
+
+impl Cell {
+    pub fn real_median(&self) -> f64 {
+        median(&self.real)
+    }
+    pub fn sim_median(&self) -> f64 {
+        median(&self.sim)
+    }
+    pub fn real_range(&self) -> (f64, f64) {
+        let lo = self.real.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = self.real.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi)
+    }
+    /// (sim − real) / real in %, None when the real median is 0 or missing.
+    pub fn error_pct(&self) -> Option<f64> {
+        let (r, s) = (self.real_median(), self.sim_median());
+        (r > 0.0 && s.is_finite()).then(|| 100.0 * (s - r) / r)
+    }
+    pub fn inside_real_range(&self) -> bool {
+        let (lo, hi) = self.real_range();
+        let s = self.sim_median();
+        s >= lo && s <= hi
+    }
+    /// Some(true/false) where the metric is judged, None where it is not (a
+    /// latency, or migrations where the real count is below the minimum).
+    pub fn within(&self, t: &Tolerance) -> Option<bool> {
+        let (r, s) = (self.real_median(), self.sim_median());
+        if r.is_nan() || s.is_nan() {
+            return None;
+        }
+        match self.metric {
+            Metric::ElapsedS => self.error_pct().map(|e| e.abs() <= t.elapsed_pct),
+            Metric::Switches => self.error_pct().map(|e| e.abs() <= t.switches_pct),
+            Metric::Migrations if r >= t.migrations_min as f64 => {
+                Some(s >= r / t.migrations_factor && s <= r * t.migrations_factor)
+            }
+            _ => None,
+        }
+    }
+}
+
+pub struct RowResult {
+    pub name: String,
+    pub spec: String,
+    pub cells: Vec<Cell>,
+}
+
+/// What the simulated side runs as.
+pub struct SimSide {
+    pub topo: Topology,
+    pub machine: MachineProfile,
+    pub machine_origin: String,
+    pub policy: String,
+    pub preempt: PreemptModel,
+    pub preempt_origin: String,
+    pub autogroup: bool,
+    pub hz: u64,
+}
+
+impl SimSide {
+    fn spec(&self, w: &Workload, seed: u64) -> RunSpec {
+        RunSpec {
+            topo: self.topo.clone(),
+            machine: self.machine.clone(),
+            policy: self.policy.clone(),
+            sysctls: Vec::new(),
+            workload: w.clone(),
+            cfg: RunConfig { seed, hz: self.hz, preempt: self.preempt, autogroup: self.autogroup, ..RunConfig::default() },
+        }
+    }
+}
+
+/// One progress line, rewritten in place; only on a terminal.
+fn progress(msg: &str) {
+    use std::io::IsTerminal;
+    let mut e = std::io::stderr().lock();
+    if e.is_terminal() {
+        let _ = write!(e, "\r\x1b[K{msg}");
+        let _ = e.flush();
+    }
+}
+
+/// Ends a progress line, if one was drawn.
+fn progress_done() {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprintln!();
+    }
+}
+
+/// A file-name form of a row name.
+fn slug(name: &str) -> String {
+    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    s.split('-').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("-")
+}
+
+pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
+    check_linux()?;
+    // Everything is checked before anything runs.
+    let suite = load_suite(&a.suite)?;
+    let runs = a.runs.unwrap_or(suite.runs);
+    if !(1..=100).contains(&runs) {
+        return Err(SpecError::new("runs", runs.to_string(), "an integer from 1 to 100").into());
+    }
+    let only: Vec<&SuiteRow> = match &a.rows {
+        None => suite.rows.iter().collect(),
+        Some(names) => {
+            let mut v = Vec::new();
+            for n in names {
+                let r = suite.rows.iter().find(|r| &r.name == n || slug(&r.name) == *n).ok_or_else(|| {
+                    let known: Vec<String> = suite.rows.iter().map(|r| slug(&r.name)).collect();
+                    SpecError::new("rows", n, format!("row names of the suite: {}", known.join(", ")))
+                })?;
+                v.push(r);
+            }
+            v
+        }
+    };
+    let cpus = a.cpus.as_deref().map(parse_cpus).transpose()?;
+    let topo = host_topology(cpus.as_deref())?;
+    let release = schedlab_host::kernel::release();
+    let policy = match &a.policy {
+        Some(p) => p.clone(),
+        None => schedlab_host::kernel::policy_for_release(&release)
+            .ok_or_else(|| {
+                SpecError::new("policy", format!("(host kernel {release})"), "a policy name: the host's release is not modelled")
+            })?
+            .to_string(),
+    };
+    let policy_class = schedlab_policies::policy_by_name(&policy, &[])?;
+    let preempt = crate::cli::parse_preempt(a.preempt.as_deref(), "host")?;
+    crate::cli::check_preempt_for(preempt, &policy, policy_class.as_ref())?;
+    let preempt_origin = match (&a.preempt, schedlab_host::kernel::preempt_mode()) {
+        (Some(_), _) => "--preempt".to_string(),
+        (None, Some(h)) => h.source,
+        (None, None) => "default (unreadable on this host)".to_string(),
+    };
+    let autogroup = crate::cli::parse_autogroup(a.autogroup.as_deref(), "host")?;
+    if !(10..=10_000).contains(&a.hz) {
+        return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ)").into());
+    }
+    let (machine, machine_origin) = match &a.machine {
+        Some(m) => (crate::machines::load(m)?, m.clone()),
+        None => {
+            progress("calibrating this host (schedlab calibrate) ...");
+            let opts = schedlab_host::calibrate::CalibrateOptions { name: "host".into(), quick: a.quick_calibrate };
+            let p = schedlab_host::calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
+            progress_done();
+            (p, format!("schedlab calibrate{} (fresh)", if a.quick_calibrate { " --quick" } else { "" }))
+        }
+    };
+    if let Some(dir) = &a.trace {
+        if !dir.is_dir() {
+            return Err(SpecError::new("trace", dir.display().to_string(), "an existing directory").into());
+        }
+    }
+    for (flag, path) in [("plot", &a.plot), ("out", &a.out)] {
+        if let Some(p) = path {
+            crate::check_output_path(flag, p)?;
+        }
+    }
+    let sim = SimSide { topo, machine, machine_origin, policy, preempt, preempt_origin, autogroup, hz: a.hz };
+
+    // Real runs, one at a time.
+    schedlab_host::signals::install();
+    let mut real_results: Vec<Vec<RealResult>> = Vec::new();
+    let total = only.len() as u64 * runs;
+    let mut done = 0;
+    let mut real_traces: Vec<Option<String>> = Vec::new();
+    for row in &only {
+        let argv = real_argv(&row.spec, cpus.as_deref())?;
+        let mut v = Vec::new();
+        let mut trace_text = None;
+        for k in 0..runs {
+            progress(&format!("real {}/{total}: {} (run {})", done + 1, row.name, k + 1));
+            let limit = Duration::from_secs(suite.timeout_s);
+            let r = if k == 0 && a.trace.is_some() {
+                let (r, text) = traced_real_run(&argv, limit)?;
+                trace_text = Some(text);
+                r
+            } else {
+                real::run_supervised(&argv, limit).map_err(|e| Failure::Run(format!("{}: {e}", row.name)))?
+            };
+            v.push(r);
+            done += 1;
+        }
+        real_results.push(v);
+        real_traces.push(trace_text);
+    }
+    progress_done();
+
+    // Simulated runs, all cores.
+    let sims = simulate(&sim, &only, runs)?;
+    let mut rows = Vec::new();
+    for ((row, reals), sims) in only.iter().zip(&real_results).zip(&sims) {
+        let cells = Metric::for_workload(&row.workload)
+            .iter()
+            .map(|&m| Cell {
+                metric: m,
+                real: reals.iter().filter_map(|r| m.of_real(r)).collect(),
+                sim: sims.iter().filter_map(|r| m.of_sim(r)).collect(),
+            })
+            .collect();
+        rows.push(RowResult { name: row.name.clone(), spec: row.spec.clone(), cells });
+    }
+    let counters = real_results.first().and_then(|v| v.first()).map_or("-", |r| r.counters.as_str()).to_string();
+    let header = Header { suite: suite.name.clone(), runs, release, counters, tolerance: suite.tolerance.clone() };
+    let text = match a.format {
+        ValidateFormat::Text => text_report(&header, &sim, &rows),
+        ValidateFormat::Json => json_report(&header, &sim, &rows),
+        ValidateFormat::Csv => csv_report(&rows),
+    };
+    if let Some(dir) = &a.trace {
+        let mut t = String::new();
+        for ((row, real_text), _) in only.iter().zip(&real_traces).zip(&sims) {
+            let Some(real_text) = real_text else { continue };
+            t.push_str(&trace_comparison(dir, row, real_text, &sim)?);
+        }
+        eprint!("{t}");
+    }
+    if let Some(p) = &a.plot {
+        crate::plotfile::PlotFile::new(p)?.write(&plot(&header, &rows))?;
+    }
+    match &a.out {
+        Some(p) => write_atomically(p, &text)?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Failure::Run(format!("writing {}: {e}", path.display()))
+    })
+}
+
+/// The first real run of a row with the scheduler tracepoints on, in a private
+/// tracefs instance removed afterwards whatever happens.
+fn traced_real_run(argv: &[String], limit: Duration) -> Result<(RealResult, String), Failure> {
+    let inst = schedlab_host::tracefs::Instance::open(16384).map_err(|e| Failure::Host(format!("validate --trace: {e}")))?;
+    inst.set_on(true).map_err(|e| Failure::Host(format!("validate --trace: {e}")))?;
+    let r = real::run_supervised(argv, limit);
+    inst.set_on(false).map_err(|e| Failure::Host(format!("validate --trace: {e}")))?;
+    let r = r.map_err(|e| Failure::Run(e.to_string()))?;
+    let text = inst.read_trace().map_err(|e| Failure::Host(format!("validate --trace: {e}")))?;
+    Ok((r, text))
+}
+
+/// Every row's simulated runs (seeds 1..=runs), on all cores.
+fn simulate(sim: &SimSide, rows: &[&SuiteRow], runs: u64) -> Result<Vec<Vec<RunResult>>, Failure> {
+    let jobs: Vec<(usize, u64)> = (0..rows.len()).flat_map(|r| (1..=runs).map(move |s| (r, s))).collect();
+    let total = jobs.len();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<RunResult, Failure>>>> = Mutex::new((0..total).map(|_| None).collect());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(total.max(1));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let (ri, seed) = jobs[i];
+                let r = sim.spec(&rows[ri].workload, seed).engine().run();
+                let out = check_result(&r, false).map(|_| r);
+                results.lock().expect("no panics while holding the lock")[i] = Some(out);
+                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                progress(&format!("simulated {d}/{total}"));
+            });
+        }
+    });
+    progress_done();
+    let mut per: Vec<Vec<RunResult>> = (0..rows.len()).map(|_| Vec::new()).collect();
+    for ((ri, _), r) in jobs.iter().zip(results.into_inner().expect("threads joined")) {
+        per[*ri].push(r.expect("every job ran")?);
+    }
+    Ok(per)
+}
+
+/// Writes both traces of a row into `dir` and prints where they differ most.
+fn trace_comparison(dir: &Path, row: &SuiteRow, real_text: &str, sim: &SimSide) -> Result<String, Failure> {
+    let base = dir.join(slug(&row.name));
+    let real_path = PathBuf::from(format!("{}.real.txt", base.display()));
+    let sim_path = PathBuf::from(format!("{}.sim.txt", base.display()));
+    write_atomically(&real_path, real_text)?;
+    let tf = crate::tracefile::TraceFile::create(&sim_path, sim.topo.ncpus())?;
+    let mut eng = sim.spec(&row.workload, 1).engine();
+    eng.set_trace(Box::new(tf.sink()));
+    let r = eng.run();
+    check_result(&r, false)?;
+    tf.finish().map_err(Failure::Run)?;
+    let parse = |p: &Path| -> Result<TraceSummary, Failure> {
+        let text = std::fs::read_to_string(p).map_err(|e| Failure::Run(format!("reading {}: {e}", p.display())))?;
+        let lines = schedlab_trace::parse_trace(&text).map_err(|e| Failure::Run(format!("{}: {e}", p.display())))?;
+        let comm = row.workload.main_comm();
+        Ok(TraceSummary::of(&lines, &|c: &str| c.starts_with(comm)))
+    };
+    let (rs, ss) = (parse(&real_path)?, parse(&sim_path)?);
+    let mut out = format!(
+        "\n{} — traces: {} (real, first run) and {} (simulated, seed 1)\n{:<26} {:>12} {:>12} {:>9}\n",
+        row.name,
+        real_path.display(),
+        sim_path.display(),
+        "figure (workload tasks)",
+        "real",
+        "simulated",
+        "sim/real"
+    );
+    for d in summary::compare(&rs, &ss) {
+        let ratio = if d.real == 0.0 { "-".to_string() } else { format!("{:.2}", d.sim / d.real) };
+        out.push_str(&format!("{:<26} {:>12.1} {:>12.1} {:>9}\n", d.figure, d.real, d.sim, ratio));
+    }
+    Ok(out)
+}
+
+pub struct Header {
+    pub suite: String,
+    pub runs: u64,
+    pub release: String,
+    pub counters: String,
+    pub tolerance: Tolerance,
+}
+
+fn fmt_value(m: Metric, v: f64) -> String {
+    if v.is_nan() {
+        return "-".into();
+    }
+    match m {
+        Metric::ElapsedS => format!("{v:.3}"),
+        _ => format!("{v:.0}"),
+    }
+}
+
+fn verdict(c: &Cell, t: &Tolerance) -> &'static str {
+    match c.within(t) {
+        Some(true) => "ok",
+        Some(false) => "MISS",
+        None => "-",
+    }
+}
+
+/// Per metric: rows judged, rows within tolerance, mean |error| %.
+pub fn summary_lines(rows: &[RowResult], t: &Tolerance) -> Vec<(Metric, usize, usize, Option<f64>)> {
+    let mut metrics: Vec<Metric> = Vec::new();
+    for r in rows {
+        for c in &r.cells {
+            if !metrics.contains(&c.metric) {
+                metrics.push(c.metric);
+            }
+        }
+    }
+    metrics
+        .into_iter()
+        .map(|m| {
+            let cells: Vec<&Cell> = rows.iter().flat_map(|r| r.cells.iter()).filter(|c| c.metric == m).collect();
+            let judged: Vec<bool> = cells.iter().filter_map(|c| c.within(t)).collect();
+            let errs: Vec<f64> = cells.iter().filter_map(|c| c.error_pct()).map(f64::abs).collect();
+            let mae = (!errs.is_empty()).then(|| errs.iter().sum::<f64>() / errs.len() as f64);
+            (m, judged.len(), judged.iter().filter(|&&ok| ok).count(), mae)
+        })
+        .collect()
+}
+
+pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
+    let t = &h.tolerance;
+    let mut out = format!(
+        "schedlab validate: suite {}, {} real and {} simulated runs per row\n\
+         real:      Linux {}, each run its own session (setsid); counters: {}\n\
+         simulated: {} on the host topology ({} CPUs), preempt={} ({}), autogroup {}, HZ={}, machine: {}\n\
+         agreement: elapsed within +-{}%, context switches within +-{}%, migrations within {}x where the real median >= {}\n\n",
+        h.suite,
+        h.runs,
+        h.runs,
+        h.release,
+        h.counters,
+        sim.policy,
+        sim.topo.ncpus(),
+        sim.preempt.name(),
+        sim.preempt_origin,
+        if sim.autogroup { "on" } else { "off" },
+        sim.hz,
+        sim.machine_origin,
+        t.elapsed_pct,
+        t.switches_pct,
+        t.migrations_factor,
+        t.migrations_min
+    );
+    out.push_str(&format!(
+        "{:<30} {:<17} {:>12} {:>25} {:>12} {:>8} {:>6} {:>6}\n",
+        "row", "metric", "real median", "[real min-max]", "simulated", "error", "range", "agree"
+    ));
+    for r in rows {
+        for (i, c) in r.cells.iter().enumerate() {
+            let (lo, hi) = c.real_range();
+            let err = c.error_pct().map_or_else(|| "-".to_string(), |e| format!("{e:+.0}%"));
+            out.push_str(&format!(
+                "{:<30} {:<17} {:>12} {:>25} {:>12} {:>8} {:>6} {:>6}\n",
+                if i == 0 { r.name.as_str() } else { "" },
+                c.metric.name(),
+                fmt_value(c.metric, c.real_median()),
+                format!("[{}-{}]", fmt_value(c.metric, lo), fmt_value(c.metric, hi)),
+                fmt_value(c.metric, c.sim_median()),
+                err,
+                if c.inside_real_range() { "in" } else { "out" },
+                verdict(c, t)
+            ));
+        }
+    }
+    out.push_str(
+        "\nsummary (rows judged: migrations only where the real median reaches the minimum; latencies are shown, not judged)\n",
+    );
+    for (m, judged, ok, mae) in summary_lines(rows, t) {
+        let mae = mae.map_or_else(|| "-".to_string(), |e| format!("{e:.0}%"));
+        out.push_str(&format!("  {:<17} mean |error| {:>6}   within tolerance {ok}/{judged}\n", m.name(), mae));
+    }
+    out
+}
+
+pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
+    let t = &h.tolerance;
+    let rows_json: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let cells: Vec<_> = r
+                .cells
+                .iter()
+                .map(|c| {
+                    let (lo, hi) = c.real_range();
+                    json!({
+                        "metric": c.metric.name(),
+                        "real": c.real, "real_median": c.real_median(), "real_min": lo, "real_max": hi,
+                        "sim": c.sim, "sim_median": c.sim_median(),
+                        "error_pct": c.error_pct(),
+                        "inside_real_range": c.inside_real_range(),
+                        "within_tolerance": c.within(t),
+                    })
+                })
+                .collect();
+            json!({ "row": r.name, "workload": r.spec, "metrics": cells })
+        })
+        .collect();
+    let summary: Vec<_> = summary_lines(rows, t)
+        .into_iter()
+        .map(|(m, judged, ok, mae)| json!({"metric": m.name(), "judged": judged, "within": ok, "mean_abs_error_pct": mae}))
+        .collect();
+    let v = json!({
+        "suite": h.suite, "runs": h.runs,
+        "real": { "kernel": h.release, "counters": h.counters },
+        "simulated": {
+            "policy": sim.policy, "ncpus": sim.topo.ncpus(), "preempt": sim.preempt.name(),
+            "preempt_source": sim.preempt_origin, "autogroup": sim.autogroup, "hz": sim.hz, "machine": sim.machine_origin,
+        },
+        "tolerance": { "elapsed_pct": t.elapsed_pct, "switches_pct": t.switches_pct,
+                       "migrations_factor": t.migrations_factor, "migrations_min": t.migrations_min },
+        "rows": rows_json,
+        "summary": summary,
+    });
+    serde_json::to_string_pretty(&v).expect("plain data") + "\n"
+}
+
+/// row,workload,metric,side,run,value
+pub fn csv_report(rows: &[RowResult]) -> String {
+    let mut out = String::from("row,workload,metric,side,run,value\n");
+    for r in rows {
+        for c in &r.cells {
+            for (side, vals) in [("real", &c.real), ("sim", &c.sim)] {
+                for (i, v) in vals.iter().enumerate() {
+                    out.push_str(&format!("\"{}\",\"{}\",{},{side},{},{v}\n", r.name, r.spec, c.metric.name(), i + 1));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Bars of simulated / real median per row, for elapsed time and context
+/// switches (1.0 = agreement).
+fn plot(h: &Header, rows: &[RowResult]) -> String {
+    use schedlab_report::plot::{bar_chart_svg, Series};
+    let cats: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
+    let ratio = |m: Metric| -> Vec<Option<f64>> {
+        rows.iter()
+            .map(|r| r.cells.iter().find(|c| c.metric == m && c.real_median() > 0.0).map(|c| c.sim_median() / c.real_median()))
+            .collect()
+    };
+    let series = [(Metric::ElapsedS, "elapsed"), (Metric::Switches, "context switches")]
+        .iter()
+        .map(|&(m, name)| Series { name: name.to_string(), values: ratio(m), errors: vec![None; rows.len()], hollow: false })
+        .collect::<Vec<_>>();
+    let title = format!("schedlab validate, suite {}: simulated / real median", h.suite);
+    bar_chart_svg(&title, "row", "simulated / real (1 = agreement)", &cats, &series)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(metric: Metric, real: &[f64], sim: &[f64]) -> Cell {
+        Cell { metric, real: real.to_vec(), sim: sim.to_vec() }
+    }
+
+    #[test]
+    fn error_and_verdicts_follow_the_tolerance() {
+        let t = Tolerance::default();
+        let e = cell(Metric::ElapsedS, &[1.0, 1.1, 0.9], &[1.3, 1.14, 1.12]);
+        assert!((e.error_pct().unwrap() - 14.0).abs() < 1e-9);
+        assert_eq!(e.within(&t), Some(true));
+        assert!(!e.inside_real_range());
+        let s = cell(Metric::Switches, &[1000.0, 1000.0, 1000.0], &[1300.0]);
+        assert_eq!(s.within(&t), Some(false), "+30% is outside +-25%");
+        let m = cell(Metric::Migrations, &[100.0, 120.0, 110.0], &[230.0]);
+        assert_eq!(m.within(&t), Some(false), "230 is more than twice 110");
+        let m = cell(Metric::Migrations, &[100.0, 120.0, 110.0], &[56.0]);
+        assert_eq!(m.within(&t), Some(true), "56 is within half of 110");
+        let few = cell(Metric::Migrations, &[10.0, 20.0, 30.0], &[1000.0]);
+        assert_eq!(few.within(&t), None, "not judged below 100 real migrations");
+        let lat = cell(Metric::WakeupP99Us, &[10.0], &[100.0]);
+        assert_eq!(lat.within(&t), None);
+    }
+
+    #[test]
+    fn summary_counts_judged_rows_and_mean_error() {
+        let t = Tolerance::default();
+        let rows = vec![
+            RowResult { name: "a".into(), spec: "x".into(), cells: vec![cell(Metric::ElapsedS, &[1.0], &[1.1])] },
+            RowResult { name: "b".into(), spec: "x".into(), cells: vec![cell(Metric::ElapsedS, &[1.0], &[1.5])] },
+        ];
+        let s = summary_lines(&rows, &t);
+        assert_eq!(s.len(), 1);
+        let (m, judged, ok, mae) = s[0];
+        assert_eq!((m, judged, ok), (Metric::ElapsedS, 2, 1));
+        assert!((mae.unwrap() - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_default_suite_has_the_seventeen_rows() {
+        let s = load_suite("host-default").unwrap();
+        assert_eq!(s.rows.len(), 17);
+        assert_eq!((s.runs, s.tolerance.clone()), (3, Tolerance::default()));
+        load_suite("host-quick").unwrap();
+    }
+
+    #[test]
+    fn a_bad_suite_is_refused_naming_the_field() {
+        let dir = std::env::temp_dir().join(format!("schedlab-suite-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cases = [
+            ("name = \"x\"\nrows = []\n", "suite rows"),
+            ("name = \"x\"\nrunz = 3\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "runz"),
+            ("name = \"x\"\nruns = 0\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "suite runs"),
+            ("name = \"x\"\n[[rows]]\nname = \"a\"\nworkload = \"tbench clients=1\"\n", "suite rows.workload"),
+            ("name = \"x\"\n[[rows]]\nname = \"a\"\nworkload = \"pipe loops=-1\"\n", "loops"),
+            ("name = \"x\"\n[tolerance]\nelapsed_pct = -1.0\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "elapsed_pct"),
+        ];
+        for (i, (text, field)) in cases.iter().enumerate() {
+            let p = dir.join(format!("s{i}.toml"));
+            std::fs::write(&p, text).unwrap();
+            let e = load_suite(p.to_str().unwrap()).err().unwrap_or_else(|| panic!("case {i} accepted")).to_string();
+            assert!(e.contains(field), "case {i}: {e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("messaging pipe process g=1"), "messaging-pipe-process-g-1");
+    }
+
+    #[test]
+    fn a_subset_topology_has_the_chosen_cpus() {
+        let full = host_topology(None).unwrap();
+        let one = host_topology(Some(&[0])).unwrap();
+        assert_eq!(one.ncpus(), 1);
+        assert!(full.ncpus() >= 1);
+    }
+}

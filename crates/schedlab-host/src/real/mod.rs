@@ -1,0 +1,181 @@
+//! Real workloads on the host, each the same description the simulator runs
+//! (the spec is parsed by schedlab-workloads, so `hackbench groups=2 ipc=pipe`
+//! means the same thing on both sides), measured with the kernel's own counters
+//! for the whole task tree ([`crate::counters`]).
+//!
+//! A real run happens in a process of its own: [`run_supervised`] starts
+//! `schedlab real --in-process` as a new session (setsid: its own process group
+//! and, with autogroup, its own scheduling group, like a command typed in a new
+//! terminal), which calls [`run_here`] and prints one JSON line. The parent keeps
+//! the time limit and Ctrl-C, and kills the whole session on any way out.
+
+pub mod hackbench;
+pub mod pipe;
+pub mod schbench;
+mod sys;
+
+use std::time::Duration;
+
+use schedlab_workloads::Workload;
+use serde::{Deserialize, Serialize};
+
+use crate::counters::TreeCounters;
+use crate::run::{Outcome, Supervised};
+use crate::HostError;
+
+/// Percentiles of a workload's own latency, ns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub name: String,
+    pub samples: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl LatencySummary {
+    /// Nearest-rank percentiles of `samples` (sorted here).
+    pub fn of(name: &str, mut samples: Vec<u64>) -> LatencySummary {
+        samples.sort_unstable();
+        let at = |q: f64| -> u64 {
+            if samples.is_empty() {
+                return 0;
+            }
+            let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+            samples[rank - 1]
+        };
+        LatencySummary {
+            name: name.to_string(),
+            samples: samples.len() as u64,
+            p50_ns: at(0.50),
+            p90_ns: at(0.90),
+            p99_ns: at(0.99),
+            p999_ns: at(0.999),
+            max_ns: samples.last().copied().unwrap_or(0),
+        }
+    }
+}
+
+/// One real run's measurements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RealResult {
+    pub workload: String,
+    /// The workload's own measured time (perf bench's "Total time"; schbench's window).
+    pub elapsed_ns: u64,
+    pub context_switches: u64,
+    /// None where the migration counter was not available.
+    pub cpu_migrations: Option<u64>,
+    pub task_clock_ns: u64,
+    /// How the counts were obtained.
+    pub counters: String,
+    pub latencies: Vec<LatencySummary>,
+}
+
+/// The workloads that have a real implementation.
+pub const REAL_WORKLOADS: &str = "hackbench, pipe, schbench";
+
+/// Refuses a workload that has no real implementation, naming the ones that do.
+pub fn check_runnable(w: &Workload) -> Result<(), HostError> {
+    match w {
+        Workload::Hackbench(_) | Workload::Pipe(_) | Workload::Schbench(_) => Ok(()),
+        other => Err(HostError::new(
+            format!("workload '{}'", other.main_comm()),
+            format!("has no real implementation; real runs exist for: {REAL_WORKLOADS}"),
+        )),
+    }
+}
+
+/// Restricts the calling thread (and so everything it creates) to `cpus`.
+pub fn set_cpus(cpus: &[usize]) -> Result<(), HostError> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET bounds-checks nothing, so check.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c >= libc::CPU_SETSIZE as usize {
+            return Err(HostError::new(format!("CPU {c}"), "beyond CPU_SETSIZE"));
+        }
+        // SAFETY: c is within the set.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: pid 0 = this thread, a valid set.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } < 0 {
+        return Err(HostError::new(format!("sched_setaffinity({cpus:?})"), std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Runs `w` in this process, counting the whole tree it creates. In process mode
+/// the caller must be single-threaded (workers are forked).
+pub fn run_here(spec: &str, w: &Workload, cpus: Option<&[usize]>) -> Result<RealResult, HostError> {
+    check_runnable(w)?;
+    if let Some(cpus) = cpus {
+        set_cpus(cpus)?;
+    }
+    let counters = TreeCounters::open();
+    let mut latencies = Vec::new();
+    let elapsed_ns = match w {
+        Workload::Hackbench(h) => hackbench::run(h)?,
+        Workload::Pipe(p) => pipe::run(p)?,
+        Workload::Schbench(b) => {
+            let s = schbench::run(b)?;
+            latencies.push(LatencySummary::of("wakeup", s.wakeup_ns));
+            latencies.push(LatencySummary::of("request", s.request_ns));
+            s.window_ns
+        }
+        _ => unreachable!("checked above"),
+    };
+    let c = counters.read()?;
+    Ok(RealResult {
+        workload: spec.to_string(),
+        elapsed_ns,
+        context_switches: c.context_switches,
+        cpu_migrations: c.cpu_migrations,
+        task_clock_ns: c.task_clock_ns,
+        counters: c.source.name().to_string(),
+        latencies,
+    })
+}
+
+/// Runs `argv` (a `schedlab real --in-process ...` command line) as a supervised
+/// session and reads the [`RealResult`] it prints, within `limit`.
+pub fn run_supervised(argv: &[String], limit: Duration) -> Result<RealResult, HostError> {
+    let (mut child, stdout) = Supervised::spawn_capturing(argv)?;
+    let reader = std::thread::spawn(move || {
+        use std::io::Read;
+        let mut out = String::new();
+        let mut stdout = stdout;
+        let _ = stdout.read_to_string(&mut out);
+        out
+    });
+    let outcome = child.wait(limit)?;
+    let out = reader.join().unwrap_or_default();
+    match outcome {
+        Outcome::Exited(s) if s.success() => {}
+        Outcome::Exited(s) => return Err(HostError::new("the real run", format!("failed ({s})"))),
+        Outcome::Interrupted => return Err(HostError::new("the real run", "interrupted")),
+        Outcome::TimedOut => return Err(HostError::new("the real run", format!("exceeded {} s", limit.as_secs()))),
+    }
+    let line = out.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
+    serde_json::from_str(line).map_err(|e| HostError::new("reading the real run's result", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let s = LatencySummary::of("x", (1..=1000).rev().collect());
+        assert_eq!((s.samples, s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns, s.max_ns), (1000, 500, 900, 990, 999, 1000));
+        let e = LatencySummary::of("x", Vec::new());
+        assert_eq!((e.samples, e.p50_ns, e.max_ns), (0, 0, 0));
+    }
+
+    #[test]
+    fn only_the_real_workloads_run() {
+        let w = Workload::parse("tbench clients=1").unwrap();
+        let e = check_runnable(&w).unwrap_err().to_string();
+        assert!(e.contains("hackbench, pipe, schbench"), "{e}");
+    }
+}

@@ -1,0 +1,200 @@
+//! What a trace says a workload's tasks did, in numbers that compare across a
+//! real recording and a simulated one: per task, switches out, wakeups,
+//! migrations, run lengths (switch-in to switch-out) and wakeup latencies
+//! (sched_waking, or sched_wakeup_new for a new task, to its switch-in).
+
+use std::collections::BTreeMap;
+
+use crate::{Event, Line};
+
+/// One task's counts and distributions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskTrace {
+    pub comm: String,
+    pub switches: u64,
+    pub wakeups: u64,
+    pub migrations: u64,
+    pub run_ns: Vec<u64>,
+    pub wakeup_latency_ns: Vec<u64>,
+}
+
+/// The tasks a trace shows, by pid, restricted to those `keep` selects by comm.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceSummary {
+    pub tasks: BTreeMap<u32, TaskTrace>,
+    /// First and last timestamp of a kept task's event.
+    pub span_ns: (u64, u64),
+}
+
+impl TraceSummary {
+    /// Reads `lines` in order. A task is kept if `keep(comm)` holds for the comm
+    /// any of its events carries (pid 0, the idle task, never is).
+    pub fn of(lines: &[Line], keep: &dyn Fn(&str) -> bool) -> TraceSummary {
+        let mut s = TraceSummary::default();
+        let mut running_since: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut woken_at: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut first = u64::MAX;
+        let mut last = 0;
+        let mut touch = |s: &mut TraceSummary, pid: u32, comm: &str, ts: u64| -> bool {
+            if pid == 0 || !keep(comm) {
+                return false;
+            }
+            first = first.min(ts);
+            last = last.max(ts);
+            s.tasks.entry(pid).or_insert_with(|| TaskTrace { comm: comm.to_string(), ..Default::default() });
+            true
+        };
+        for l in lines {
+            let ts = l.ts_ns;
+            match &l.event {
+                Event::Switch { prev_comm, prev_pid, next_comm, next_pid, .. } => {
+                    if touch(&mut s, *prev_pid, prev_comm, ts) {
+                        let t = s.tasks.get_mut(prev_pid).expect("touched");
+                        t.switches += 1;
+                        if let Some(since) = running_since.remove(prev_pid) {
+                            t.run_ns.push(ts - since);
+                        }
+                    }
+                    if touch(&mut s, *next_pid, next_comm, ts) {
+                        running_since.insert(*next_pid, ts);
+                        if let Some(w) = woken_at.remove(next_pid) {
+                            s.tasks.get_mut(next_pid).expect("touched").wakeup_latency_ns.push(ts - w);
+                        }
+                    }
+                }
+                Event::Waking { comm, pid, .. } if touch(&mut s, *pid, comm, ts) => {
+                    woken_at.entry(*pid).or_insert(ts);
+                }
+                Event::WakeupNew { comm, pid, .. } if touch(&mut s, *pid, comm, ts) => {
+                    woken_at.insert(*pid, ts);
+                }
+                Event::Wakeup { comm, pid, .. } if touch(&mut s, *pid, comm, ts) => {
+                    s.tasks.get_mut(pid).expect("touched").wakeups += 1;
+                }
+                Event::MigrateTask { comm, pid, .. } if touch(&mut s, *pid, comm, ts) => {
+                    s.tasks.get_mut(pid).expect("touched").migrations += 1;
+                }
+                _ => {}
+            }
+        }
+        s.span_ns = if first == u64::MAX { (0, 0) } else { (first, last) };
+        s
+    }
+
+    fn sum(&self, f: impl Fn(&TaskTrace) -> u64) -> u64 {
+        self.tasks.values().map(f).sum()
+    }
+
+    fn all(&self, f: impl Fn(&TaskTrace) -> &[u64]) -> Vec<u64> {
+        let mut v: Vec<u64> = self.tasks.values().flat_map(|t| f(t).iter().copied()).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The numbers [`compare`] puts side by side, by name: totals, then
+    /// percentiles of run length and wakeup latency (µs), then the spread of
+    /// switches across tasks.
+    pub fn figures(&self) -> Vec<(&'static str, f64)> {
+        let run = self.all(|t| &t.run_ns);
+        let lat = self.all(|t| &t.wakeup_latency_ns);
+        let mut per_task: Vec<u64> = self.tasks.values().map(|t| t.switches).collect();
+        per_task.sort_unstable();
+        let us = |v: &[u64], q: f64| nearest_rank(v, q) as f64 / 1000.0;
+        vec![
+            ("tasks", self.tasks.len() as f64),
+            ("switches", self.sum(|t| t.switches) as f64),
+            ("wakeups", self.sum(|t| t.wakeups) as f64),
+            ("migrations", self.sum(|t| t.migrations) as f64),
+            ("run length p50 us", us(&run, 0.5)),
+            ("run length p90 us", us(&run, 0.9)),
+            ("run length p99 us", us(&run, 0.99)),
+            ("wakeup latency p50 us", us(&lat, 0.5)),
+            ("wakeup latency p90 us", us(&lat, 0.9)),
+            ("wakeup latency p99 us", us(&lat, 0.99)),
+            ("switches per task p10", nearest_rank(&per_task, 0.1) as f64),
+            ("switches per task p50", nearest_rank(&per_task, 0.5) as f64),
+            ("switches per task p90", nearest_rank(&per_task, 0.9) as f64),
+        ]
+    }
+}
+
+/// The nearest-rank `q` quantile of sorted `v` (0 when empty).
+pub fn nearest_rank(v: &[u64], q: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
+/// One figure of both traces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Difference {
+    pub figure: &'static str,
+    pub real: f64,
+    pub sim: f64,
+}
+
+impl Difference {
+    /// How far apart, as |ln(sim/real)| (both zero: 0; one zero: infinite).
+    pub fn distance(&self) -> f64 {
+        match (self.real == 0.0, self.sim == 0.0) {
+            (true, true) => 0.0,
+            (false, false) => (self.sim / self.real).ln().abs(),
+            _ => f64::INFINITY,
+        }
+    }
+}
+
+/// Every figure of the two summaries, the most different first.
+pub fn compare(real: &TraceSummary, sim: &TraceSummary) -> Vec<Difference> {
+    let mut d: Vec<Difference> = real
+        .figures()
+        .into_iter()
+        .zip(sim.figures())
+        .map(|((figure, r), (_, s))| Difference { figure, real: r, sim: s })
+        .collect();
+    d.sort_by(|a, b| b.distance().total_cmp(&a.distance()));
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse_trace;
+
+    const TRACE: &str = "\
+           <idle>-0       [000] d..2.   100.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=10 next_prio=120
+              hb-10      [000] d..2.   100.000010: sched_waking: comm=hb pid=11 prio=120 target_cpu=001
+              hb-10      [000] d..2.   100.000011: sched_migrate_task: comm=hb pid=11 prio=120 orig_cpu=1 dest_cpu=0
+              hb-10      [000] d..2.   100.000012: sched_wakeup: comm=hb pid=11 prio=120 target_cpu=000
+              hb-10      [000] d..2.   100.000030: sched_switch: prev_comm=hb prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=hb next_pid=11 next_prio=120
+              hb-11      [000] d..2.   100.000050: sched_switch: prev_comm=hb prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=kworker/0:1 next_pid=7 next_prio=120
+";
+
+    #[test]
+    fn counts_and_distributions_of_the_kept_tasks() {
+        let lines = parse_trace(TRACE).unwrap();
+        let s = TraceSummary::of(&lines, &|c| c == "hb");
+        assert_eq!(s.tasks.len(), 2, "the kworker is not kept");
+        let t10 = &s.tasks[&10];
+        assert_eq!((t10.switches, t10.run_ns.clone()), (1, vec![30_000]));
+        let t11 = &s.tasks[&11];
+        assert_eq!((t11.switches, t11.wakeups, t11.migrations), (1, 1, 1));
+        assert_eq!(t11.wakeup_latency_ns, vec![20_000], "waking at 10 us, on CPU at 30 us");
+        assert_eq!(t11.run_ns, vec![20_000]);
+        assert_eq!(s.span_ns, (100_000_000_000, 100_000_050_000));
+    }
+
+    #[test]
+    fn the_most_different_figure_comes_first() {
+        let lines = parse_trace(TRACE).unwrap();
+        let real = TraceSummary::of(&lines, &|c| c == "hb");
+        let mut sim = real.clone();
+        sim.tasks.get_mut(&11).unwrap().migrations = 10;
+        let d = compare(&real, &sim);
+        assert_eq!(d[0].figure, "migrations");
+        assert_eq!((d[0].real, d[0].sim), (1.0, 10.0));
+        assert_eq!(d.last().unwrap().distance(), 0.0);
+    }
+}
