@@ -511,6 +511,15 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     if !(10..=10_000).contains(&a.hz) {
         return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ)").into());
     }
+    if let Some(dir) = &a.trace {
+        if !dir.is_dir() {
+            return Err(SpecError::new("trace", dir.display().to_string(), "an existing directory").into());
+        }
+    }
+    if let Some(p) = &a.out {
+        crate::check_output_path("out", p)?;
+    }
+    let plot_file = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
     let (machine, machine_origin) = match &a.machine {
         Some(m) => (crate::machines::load(m)?, m.clone()),
         None => {
@@ -521,16 +530,6 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
             (p, format!("schedlab calibrate{} (fresh)", if a.quick_calibrate { " --quick" } else { "" }))
         }
     };
-    if let Some(dir) = &a.trace {
-        if !dir.is_dir() {
-            return Err(SpecError::new("trace", dir.display().to_string(), "an existing directory").into());
-        }
-    }
-    for (flag, path) in [("plot", &a.plot), ("out", &a.out)] {
-        if let Some(p) = path {
-            crate::check_output_path(flag, p)?;
-        }
-    }
     let sim = SimSide { topo, machine, machine_origin, policy, preempt, preempt_origin, autogroup, hz: a.hz };
 
     // Real runs, one at a time.
@@ -590,8 +589,8 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         }
         eprint!("{t}");
     }
-    if let Some(p) = &a.plot {
-        crate::plotfile::PlotFile::new(p)?.write(&plot(&header, &rows))?;
+    if let Some(p) = plot_file {
+        p.write(&plot(&header, &rows))?;
     }
     match &a.out {
         Some(p) => write_atomically(p, &text)?,

@@ -1,0 +1,279 @@
+//! `schedlab real` and `schedlab validate` end to end on the machine the tests run
+//! on: the table's columns (not its errors, which depend on the machine), bad
+//! input, and no process left behind.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// Real runs measure the machine: one test at a time.
+static REAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    REAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn schedlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("schedlab runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("schedlab-validate-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+const TINY_SUITE: &str = r#"
+name = "tiny"
+runs = 2
+timeout_s = 60
+
+[[rows]]
+name = "messaging pipe process g=1"
+workload = "hackbench groups=1 loops=50 ipc=pipe mode=process"
+
+[[rows]]
+name = "pipe thread"
+workload = "pipe loops=2000 mode=thread"
+
+[[rows]]
+name = "schbench"
+workload = "schbench threads=1 workers=2 runtime_ms=200 warmup_ms=50"
+"#;
+
+fn tiny_suite() -> PathBuf {
+    let p = tmp("tiny.toml");
+    std::fs::write(&p, TINY_SUITE).unwrap();
+    p
+}
+
+/// Processes whose command line contains `marker` (other than us).
+fn processes_with(marker: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| e.file_name().to_string_lossy() != me)
+        .filter_map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let zombie_reaped_soon = stat.contains(") Z ");
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (cmd.contains(marker) && !zombie_reaped_soon).then(|| format!("{}: {cmd}", e.file_name().to_string_lossy()))
+        })
+        .collect()
+}
+
+#[test]
+fn validate_prints_every_column_for_every_row() {
+    let _one_at_a_time = serial();
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let suite = tiny_suite();
+    let o = schedlab(&["validate", "--suite", suite.to_str().unwrap(), "--quick-calibrate"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let head = out.lines().find(|l| l.starts_with("row ")).expect("a column header");
+    for col in ["metric", "real median", "[real min-max]", "simulated", "error", "range", "agree"] {
+        assert!(head.contains(col), "column {col} missing: {head}");
+    }
+    for row in ["messaging pipe process g=1", "pipe thread", "schbench"] {
+        assert!(out.lines().any(|l| l.starts_with(row)), "row {row} missing:\n{out}");
+    }
+    for metric in ["elapsed_s", "context_switches", "cpu_migrations", "wakeup_p99_us"] {
+        assert!(out.contains(metric), "{metric} missing:\n{out}");
+    }
+    assert!(out.contains("simulated: eevdf@") || out.contains("simulated: cfs@"), "{out}");
+    assert!(out.contains("summary"), "{out}");
+    // schbench is judged on latencies, never on its fixed window.
+    let sch: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("schbench")).take(5).collect();
+    assert!(!sch.iter().any(|l| l.contains("elapsed_s")), "{sch:?}");
+}
+
+#[test]
+fn validate_json_and_csv_carry_every_run() {
+    let _one_at_a_time = serial();
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let suite = tiny_suite();
+    let o = schedlab(&[
+        "validate",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--machine",
+        "kvm-haswell",
+        "--rows",
+        "pipe-thread",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    let m = &rows[0]["metrics"][0];
+    assert_eq!(m["metric"], "elapsed_s");
+    assert_eq!(m["real"].as_array().unwrap().len(), 2);
+    assert_eq!(m["sim"].as_array().unwrap().len(), 2);
+    assert!(m["real_median"].as_f64().unwrap() > 0.0);
+    assert!(v["summary"].as_array().unwrap().iter().any(|s| s["metric"] == "context_switches"));
+
+    let o = schedlab(&[
+        "validate",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--machine",
+        "kvm-haswell",
+        "--rows",
+        "pipe-thread",
+        "--runs",
+        "1",
+        "--format",
+        "csv",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "row,workload,metric,side,run,value");
+    assert_eq!(lines.len(), 1 + 3 * 2, "three metrics, real and sim, one run each:\n{out}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2_before_anything_runs() {
+    let suite = tiny_suite();
+    let bad_suite = tmp("bad.toml");
+    std::fs::write(&bad_suite, "name = \"x\"\nrunz = 1\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n").unwrap();
+    let s = suite.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["validate", "--suite", "no-such-suite"],
+        vec!["validate", "--suite", bad_suite.to_str().unwrap()],
+        vec!["validate", "--suite", s, "--runs", "0"],
+        vec!["validate", "--suite", s, "--rows", "nope"],
+        vec!["validate", "--suite", s, "--cpus", "9999"],
+        vec!["validate", "--suite", s, "--policy", "eevdf@7.0"],
+        vec!["validate", "--suite", s, "--preempt", "sometimes"],
+        vec!["validate", "--suite", s, "--machine", "nope"],
+        vec!["validate", "--suite", s, "--trace", "/nonexistent/dir"],
+        vec!["real", "--workload", "tbench clients=1"],
+        vec!["real", "--workload", "pipe loops=x"],
+        vec!["real", "--cpus", "a-b"],
+        vec!["real", "--runs", "0"],
+    ];
+    for args in cases {
+        let started = Instant::now();
+        let o = schedlab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?} ran something before refusing");
+    }
+}
+
+#[test]
+fn a_real_run_over_its_time_limit_leaves_no_process() {
+    let _one_at_a_time = serial();
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let marker = "loops=987654321";
+    let o = schedlab(&["real", "--workload", &format!("pipe {marker} mode=process"), "--timeout-s", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("exceeded 1 s"), "{}", stderr(&o));
+    let left = (0..100)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            processes_with(marker)
+        })
+        .find(|v| v.is_empty());
+    assert!(left.is_some(), "left behind: {:?}", processes_with(marker));
+}
+
+#[test]
+fn an_interrupted_real_run_leaves_no_process() {
+    let _one_at_a_time = serial();
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let marker = "loops=987654323";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["real", "--workload", &format!("hackbench groups=1 {marker} ipc=pipe"), "--timeout-s", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the workers exist, then Ctrl-C the parent.
+    let start = Instant::now();
+    while processes_with(marker).len() < 10 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let gone = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        processes_with(marker).is_empty()
+    });
+    assert!(gone, "left behind: {:?}", processes_with(marker));
+}
+
+/// The built-in hackbench against `perf bench sched messaging` (when perf is
+/// installed): each tool's median elapsed time lies within the union of both
+/// tools' min-max over five runs each.
+#[test]
+fn builtin_hackbench_agrees_with_perf_bench_messaging() {
+    let _one_at_a_time = serial();
+    let perf_ok = Command::new("perf").args(["bench", "sched", "messaging", "-p", "-g", "1", "-l", "1"]).output();
+    if !matches!(&perf_ok, Ok(o) if o.status.success()) {
+        eprintln!("perf bench not available: skipped");
+        return;
+    }
+    let runs = 5;
+    let mut ours = Vec::new();
+    let mut perfs = Vec::new();
+    for _ in 0..runs {
+        let o = schedlab(&["real", "--workload", "hackbench groups=1 loops=500 ipc=pipe mode=process", "--format", "json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        ours.push(v[0]["elapsed_ns"].as_f64().unwrap() / 1e9);
+        let mut cmd = Command::new("perf");
+        cmd.args(["bench", "sched", "messaging", "-p", "-g", "1", "-l", "500"]);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid between fork and exec, as schedlab's real runs start.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            })
+        };
+        let o = cmd.output().unwrap();
+        let out = stdout(&o);
+        let t = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Total time:"))
+            .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no Total time in {out}"));
+        perfs.push(t);
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let lo = ours.iter().chain(&perfs).copied().fold(f64::INFINITY, f64::min);
+    let hi = ours.iter().chain(&perfs).copied().fold(0.0, f64::max);
+    let (mo, mp) = (med(&mut ours), med(&mut perfs));
+    assert!(mo >= lo && mo <= hi && mp >= lo && mp <= hi, "ours {ours:?} perf {perfs:?}");
+    // Both must be in the same range in the first place: within a factor of 2.
+    assert!(mo / mp < 2.0 && mp / mo < 2.0, "medians {mo} vs {mp}: ours {ours:?} perf {perfs:?}");
+}
