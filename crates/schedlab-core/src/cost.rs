@@ -110,6 +110,16 @@ pub struct MachineProfile {
     /// Extra delay for an idle CPU to leave its idle state (shallow C-state exit)
     /// before it can run the scheduler.
     pub idle_exit_ns: u64,
+    /// Whether an idle CPU watches its own need-resched flag (TIF_POLLING_NRFLAG:
+    /// mwait- or poll-based idle, as intel_idle and acpi_idle on bare metal), so a
+    /// wakeup only writes the flag (resched_curr → set_nr_and_not_polling,
+    /// ttwu_queue_wakelist → set_nr_if_polling); or halts (HLT: a KVM guest's
+    /// default_idle or haltpoll's halt state with guest polling off), so every
+    /// wakeup of an idle CPU is a reschedule or call-function IPI that the waker
+    /// pays `ipi_send_ns` for and that arrives after `ipi_latency_ns`.
+    /// `schedlab calibrate` measures which; absent, true.
+    #[serde(default = "idle_polls_default")]
+    pub idle_polls: bool,
     /// Parent's cost of `fork()` of a process (page tables, mm copy).
     pub fork_ns: u64,
     /// Parent's cost of `clone()` of a thread.
@@ -141,6 +151,10 @@ pub struct MachineProfile {
     pub smt_throughput_pct: Option<u64>,
 }
 
+fn idle_polls_default() -> bool {
+    true
+}
+
 impl MachineProfile {
     /// Round numbers so that hand-computed expectations in tests stay simple. Not a
     /// real machine.
@@ -161,6 +175,7 @@ impl MachineProfile {
             ipi_send_ns: 100,
             ipi_latency_ns: 1000,
             idle_exit_ns: 2000,
+            idle_polls: true,
             fork_ns: 50_000,
             clone_ns: 20_000,
             exit_ns: 10_000,

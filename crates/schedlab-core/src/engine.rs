@@ -585,7 +585,8 @@ impl Engine {
 
     /// `resched_curr()` of `cpu`, asked from `from`. An idle CPU polling in mwait is
     /// woken by the flag write alone and pays its idle-exit latency (`set_nr_if_polling`);
-    /// a busy remote CPU gets a reschedule IPI.
+    /// a halted idle CPU (a machine whose idle does not poll) and a busy remote CPU
+    /// get a reschedule IPI.
     fn resched_curr(&mut self, cpu: usize, from: usize) {
         let now = self.sys.now_ns;
         match self.sys.cpu_state(cpu) {
@@ -596,7 +597,15 @@ impl Engine {
                 self.sys.set_cpu_state(cpu, CpuState::Kicked);
                 let c = &self.cpu[cpu];
                 // Still finishing scheduler work before idling: it sees the flag then.
-                let at = if c.idle_start_ns > now { c.idle_start_ns } else { now + self.sys.cost.idle_exit_ns };
+                let still_active = c.idle_start_ns > now;
+                // set_nr_and_not_polling() fails on a halted CPU: smp_send_reschedule().
+                let noticed_at = if self.sys.cost.idle_polls || still_active || cpu == from {
+                    now
+                } else {
+                    self.sys.send_ipi(from) + self.sys.cost.ipi_latency_ns
+                };
+                let c = &self.cpu[cpu];
+                let at = if still_active { c.idle_start_ns } else { noticed_at + self.sys.cost.idle_exit_ns };
                 let at = self.sys.irq.deliver(cpu, now).max(at);
                 self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
             }
@@ -606,8 +615,8 @@ impl Engine {
                 self.sys.need_resched[cpu] = true;
                 if cpu != from && !self.cpu[cpu].resched_in_flight {
                     self.cpu[cpu].resched_in_flight = true;
-                    self.sys.charge(from, Charge::Sched, self.sys.cost.ipi_send_ns);
-                    let at = self.sys.irq.deliver(cpu, now + self.sys.cost.ipi_latency_ns);
+                    let sent_at = self.sys.send_ipi(from);
+                    let at = self.sys.irq.deliver(cpu, sent_at + self.sys.cost.ipi_latency_ns);
                     self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
                 }
             }

@@ -402,6 +402,14 @@ impl System {
         }
     }
 
+    /// When an IPI that `from` sends now leaves it: after the send, which is
+    /// charged here. `ipi_latency_ns` counts from then, as `schedlab calibrate`
+    /// measures it (a round trip less the send).
+    pub fn send_ipi(&mut self, from: usize) -> u64 {
+        self.charge(from, Charge::Sched, self.cost.ipi_send_ns);
+        self.now_ns + self.cost.ipi_send_ns
+    }
+
     /// A search that looked at `cpus` CPUs, took `locks` runqueue locks and examined
     /// `tasks` tasks, priced by the machine profile.
     pub fn charge_search(&mut self, cpu: usize, cpus: u64, locks: u64, tasks: u64) {

@@ -163,7 +163,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         Some(cpu_b) => Some(cross_cpu(&host, cpu_b, &plan, timer_ns)?),
         None => None,
     };
-    let (ipi_send_ns, ipi_latency_ns, idle_exit_ns, cache_line_ns);
+    let (ipi_send_ns, ipi_latency_ns, idle_exit_ns, idle_polls, cache_line_ns);
     let counter = AtomicU64::new(0);
     let atomic_ns = time_per_op(plan.reps, plan.syscall_iters, || {
         black_box(counter.fetch_add(1, Ordering::SeqCst));
@@ -225,12 +225,28 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
                  on a busy CPU {:.0} ns (idle state: {}; 1: no slower than interrupting a running CPU)",
                 c.wake_idle_latency_ns, c.wake_busy_latency_ns, host.idle_driver
             ));
+            // Whether an idle CPU polls its need-resched flag: if it does, waking a
+            // sleeper there costs the waker a flag write; if it halts, an IPI (the
+            // same send as to a busy CPU, or more: with TTWU_QUEUE the waker skips
+            // the enqueue but still sends). Half the send is the dividing line.
+            let idle_extra = c.wake_idle_call_ns - c.wake_noop_ns;
+            idle_polls = idle_extra < ipi_send_ns as f64 / 2.0;
+            notes.measured(format!(
+                "idle_polls = {idle_polls}: FUTEX_WAKE of a sleeper on an idle remote CPU {:.0} ns - of nobody {:.0} ns \
+                 = {idle_extra:.0} ns, {} half the IPI send of {ipi_send_ns} ns: an idle CPU here {} (idle driver {})",
+                c.wake_idle_call_ns,
+                c.wake_noop_ns,
+                if idle_polls { "under" } else { "over" },
+                if idle_polls { "polls (no IPI to wake it)" } else { "halts (every wakeup of it is an IPI)" },
+                host.idle_driver
+            ));
         }
         None => {
             cache_line_ns = DEFAULT_CACHE_LINE_NS;
             ipi_send_ns = DEFAULT_IPI_SEND_NS;
             ipi_latency_ns = DEFAULT_IPI_LATENCY_NS;
             idle_exit_ns = DEFAULT_IDLE_EXIT_NS;
+            idle_polls = true;
             notes.estimated(format!(
                 "one CPU only: cache-line transfer {DEFAULT_CACHE_LINE_NS} ns, ipi_send_ns \
                  {DEFAULT_IPI_SEND_NS}, ipi_latency_ns {DEFAULT_IPI_LATENCY_NS}, idle_exit_ns \
@@ -297,6 +313,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         ipi_send_ns,
         ipi_latency_ns,
         idle_exit_ns,
+        idle_polls,
         fork_ns,
         clone_ns,
         exit_ns,
@@ -1181,6 +1198,7 @@ struct Cross {
     wake_busy_call_ns: f64,
     wake_busy_latency_ns: f64,
     wake_idle_latency_ns: f64,
+    wake_idle_call_ns: f64,
     membarrier_ns: Option<f64>,
 }
 
@@ -1223,6 +1241,7 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
         wake_busy_call_ns: median(busy.call_ns).context("no busy-CPU wake sample")?,
         wake_busy_latency_ns: median(busy.latency_ns).context("no busy-CPU wake sample")?,
         wake_idle_latency_ns: median(idle.latency_ns).context("no idle-CPU wake sample")?,
+        wake_idle_call_ns: median(idle.call_ns).context("no idle-CPU wake sample")?,
         membarrier_ns,
     })
 }
