@@ -95,6 +95,17 @@ pub struct MachineProfile {
     pub unix_send_ns: u64,
     /// Fixed work of an AF_UNIX stream receive beyond entry/exit (dequeue, skb free).
     pub unix_recv_ns: u64,
+    /// Extra work of an AF_UNIX send when the socket's receiver last ran on another
+    /// core of the LLC, and of a receive when its sender did: the socket, its
+    /// queue and the skbs (allocated on one CPU, freed on the other) come from the
+    /// other core's cache. Across LLCs it scales by cache_line_remote_ns /
+    /// cache_line_ns. `schedlab calibrate` measures both as a sender and a receiver
+    /// streaming 100-byte messages over 20 sockets from two CPUs at once, less the
+    /// one-CPU costs; absent, 0.
+    #[serde(default)]
+    pub unix_send_remote_ns: u64,
+    #[serde(default)]
+    pub unix_recv_remote_ns: u64,
     /// One send() / recv() on a loopback TCP connection (TCP_NODELAY), beyond the
     /// system call and the copy: the send pays the whole loopback transmit and
     /// receive path (the receive softirq runs on the sending CPU).
@@ -107,6 +118,13 @@ pub struct MachineProfile {
     pub ipi_send_ns: u64,
     /// Delay from sending an IPI until the target CPU takes it, when it is running.
     pub ipi_latency_ns: u64,
+    /// CPU time a running CPU loses to take an IPI: interrupt entry, handler and
+    /// exit, and in a guest the VM exit and the interrupt injection around them.
+    /// The task it interrupts is delayed by as much. `schedlab calibrate` measures
+    /// it as the gap a spinning thread sees in its clock per IPI; absent, 0 (the
+    /// shipped bare-metal profiles do not charge it).
+    #[serde(default)]
+    pub ipi_receive_ns: u64,
     /// Extra delay for an idle CPU to leave its idle state (shallow C-state exit)
     /// before it can run the scheduler.
     pub idle_exit_ns: u64,
@@ -169,11 +187,14 @@ impl MachineProfile {
             pipe_op_ns: 200,
             unix_send_ns: 500,
             unix_recv_ns: 300,
+            unix_send_remote_ns: 0,
+            unix_recv_remote_ns: 0,
             tcp_send_ns: 2000,
             tcp_recv_ns: 300,
             wakeup_ns: 200,
             ipi_send_ns: 100,
             ipi_latency_ns: 1000,
+            ipi_receive_ns: 0,
             idle_exit_ns: 2000,
             idle_polls: true,
             fork_ns: 50_000,

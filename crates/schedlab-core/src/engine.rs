@@ -680,6 +680,8 @@ impl Engine {
             // The IPI's return to user space reschedules only if the flag is still set
             // (the CPU may have rescheduled at a system call's end meanwhile).
             CpuState::Busy => {
+                // Taking the interrupt costs the running CPU its handling time.
+                self.sys.charge(cpu, Charge::Sched, self.sys.cost.ipi_receive_ns);
                 if self.sys.need_resched[cpu] {
                     self.preempt_if_user(cpu);
                 }
@@ -1016,7 +1018,7 @@ impl Engine {
             }
             let cost = self.op_cost(op, false);
             let access = Self::pipe_access(op);
-            let cost = cost + self.pipe_mutex_ns(cpu, p, access, 0, cost);
+            let cost = cost + self.pipe_mutex_ns(cpu, p, access, 0, cost) + self.unix_sharing_ns(cpu, access);
             self.start_segment(cpu, p, cost, true);
             return;
         }
@@ -1052,7 +1054,8 @@ impl Engine {
                 op => {
                     let cost = self.op_cost(&op, true);
                     let entry = self.sys.cost.syscall_ns;
-                    let cost = cost + self.pipe_mutex_ns(cpu, p, Self::pipe_access(&op), entry, cost - entry);
+                    let access = Self::pipe_access(&op);
+                    let cost = cost + self.pipe_mutex_ns(cpu, p, access, entry, cost - entry) + self.unix_sharing_ns(cpu, access);
                     let e = &mut self.exec[p];
                     e.op = Some(op);
                     e.first_attempt = true;
@@ -1233,6 +1236,31 @@ impl Engine {
         pipe.mutex_free_ns = start + transfer + body_ns;
         pipe.last_cpu = Some(cpu);
         spin + transfer
+    }
+
+    /// What an AF_UNIX send or receive pays beyond its one-CPU cost when the other
+    /// end last used the socket on another core (its lines and its skbs are in
+    /// that core's cache), and records this end's CPU.
+    fn unix_sharing_ns(&mut self, cpu: usize, access: Option<PipeAccess>) -> u64 {
+        let Some(access) = access else { return 0 };
+        let Some(Channel::Unix(u)) = self.chans.get(access.chan()) else { return 0 };
+        let (peer, extra) = match access {
+            PipeAccess::Write { .. } => (u.last_recv_cpu, self.sys.cost.unix_send_remote_ns),
+            PipeAccess::Read { .. } => (u.last_send_cpu, self.sys.cost.unix_recv_remote_ns),
+        };
+        let c = &self.sys.cost;
+        // line_ns is 0 on the same core, one line within the LLC, a remote one across.
+        let ns = match self.line_ns(peer, cpu) {
+            0 => 0,
+            l if l == c.cache_line_ns || c.cache_line_ns == 0 => extra,
+            l => extra * l / c.cache_line_ns,
+        };
+        let Some(Channel::Unix(u)) = self.chans.get_mut(access.chan()) else { return 0 };
+        match access {
+            PipeAccess::Write { .. } => u.last_send_cpu = Some(cpu),
+            PipeAccess::Read { .. } => u.last_recv_cpu = Some(cpu),
+        }
+        ns
     }
 
     /// The reuse model: what task `p`, switched in on `cpu`, pays to refill the part

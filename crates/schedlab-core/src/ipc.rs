@@ -291,6 +291,10 @@ pub struct UnixStream {
     pub rd_wait: WaitQueue,
     /// Senders waiting for send-buffer space.
     pub wr_wait: WaitQueue,
+    /// CPUs of the last send and the last receive: the socket's, its queue's
+    /// and its skbs' cache lines are where they were last used.
+    pub last_send_cpu: Option<usize>,
+    pub last_recv_cpu: Option<usize>,
 }
 
 impl Default for UnixStream {
@@ -301,6 +305,8 @@ impl Default for UnixStream {
             sndbuf: SK_WMEM_MAX,
             rd_wait: WaitQueue::default(),
             wr_wait: WaitQueue::default(),
+            last_send_cpu: None,
+            last_recv_cpu: None,
         }
     }
 }

@@ -86,7 +86,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
 
     // AF_UNIX stream, 100-byte messages as hackbench sends them, sender and receiver
     // in one process: a batch of sends timed, then the batch of receives.
-    let (send, recv) = unix_send_recv_ns(&plan)?;
+    let (unix_send_call, unix_recv_call) = unix_send_recv_ns(&plan)?;
+    let (send, recv) = (unix_send_call, unix_recv_call);
     let unix_send_ns = floor(send - syscall - copy100_ns, 1);
     let unix_recv_ns = floor(recv - syscall - copy100_ns, 1);
     notes.measured(format!(
@@ -163,7 +164,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         Some(cpu_b) => Some(cross_cpu(&host, cpu_b, &plan, timer_ns)?),
         None => None,
     };
-    let (ipi_send_ns, ipi_latency_ns, idle_exit_ns, idle_polls, cache_line_ns);
+    let (ipi_send_ns, ipi_latency_ns, ipi_receive_ns, idle_exit_ns, idle_polls, cache_line_ns);
+    let (unix_send_remote_ns, unix_recv_remote_ns);
     let counter = AtomicU64::new(0);
     let atomic_ns = time_per_op(plan.reps, plan.syscall_iters, || {
         black_box(counter.fetch_add(1, Ordering::SeqCst));
@@ -217,6 +219,34 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
                     v
                 }
             };
+            // Both ends busy on two CPUs: every send finds the socket and its queue
+            // in the receiver's cache, every receive frees an skb the other CPU made.
+            unix_send_remote_ns = floor(c.unix_stream_send_ns - unix_send_call, 0);
+            unix_recv_remote_ns = floor(c.unix_stream_recv_ns - unix_recv_call, 0);
+            notes.measured(format!(
+                "unix_send_remote_ns = {unix_send_remote_ns}, unix_recv_remote_ns = {unix_recv_remote_ns}: \
+                 a sender on CPU {} and a receiver on CPU {} streaming 100-byte messages over \
+                 {UNIX_STREAM_SOCKETS} AF_UNIX sockets at once (non-blocking, both spinning), per call \
+                 {:.0} / {:.0} ns - the one-CPU call {unix_send_call:.0} / {unix_recv_call:.0} ns",
+                host.cpu_a, c.cpu_b, c.unix_stream_send_ns, c.unix_stream_recv_ns
+            ));
+            ipi_receive_ns = match c.ipi_receive_ns {
+                Some(gap) => {
+                    let v = floor(gap, 1);
+                    notes.measured(format!(
+                        "ipi_receive_ns = {v}: median gap a clock-reading spinner on CPU {} sees per \
+                         membarrier(PRIVATE_EXPEDITED) IPI from CPU {}",
+                        c.cpu_b, host.cpu_a
+                    ));
+                    v
+                }
+                None => {
+                    notes.estimated(
+                        "ipi_receive_ns = 0: membarrier unavailable; the IPI's handling time is not charged".to_string(),
+                    );
+                    0
+                }
+            };
             // Waking a sleeper on an idle CPU vs on a CPU that runs a spinner: the same
             // path except that the idle CPU first has to leave its idle state.
             idle_exit_ns = floor(c.wake_idle_latency_ns - c.wake_busy_latency_ns, 1);
@@ -247,6 +277,9 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             ipi_latency_ns = DEFAULT_IPI_LATENCY_NS;
             idle_exit_ns = DEFAULT_IDLE_EXIT_NS;
             idle_polls = true;
+            ipi_receive_ns = 0;
+            unix_send_remote_ns = 0;
+            unix_recv_remote_ns = 0;
             notes.estimated(format!(
                 "one CPU only: cache-line transfer {DEFAULT_CACHE_LINE_NS} ns, ipi_send_ns \
                  {DEFAULT_IPI_SEND_NS}, ipi_latency_ns {DEFAULT_IPI_LATENCY_NS}, idle_exit_ns \
@@ -307,11 +340,14 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         pipe_op_ns,
         unix_send_ns,
         unix_recv_ns,
+        unix_send_remote_ns,
+        unix_recv_remote_ns,
         tcp_send_ns,
         tcp_recv_ns,
         wakeup_ns,
         ipi_send_ns,
         ipi_latency_ns,
+        ipi_receive_ns,
         idle_exit_ns,
         idle_polls,
         fork_ns,
@@ -1200,6 +1236,9 @@ struct Cross {
     wake_idle_latency_ns: f64,
     wake_idle_call_ns: f64,
     membarrier_ns: Option<f64>,
+    ipi_receive_ns: Option<f64>,
+    unix_stream_send_ns: f64,
+    unix_stream_recv_ns: f64,
 }
 
 fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cross> {
@@ -1233,6 +1272,8 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
     let wake_noop_ns = time_per_op(plan.reps, plan.syscall_iters / 4, || futex_wake(&word, 1).map(drop))?;
 
     let membarrier_ns = membarrier_round_trip_ns(cpu_a, cpu_b, plan)?;
+    let ipi_receive_ns = ipi_receive_ns(cpu_a, cpu_b, plan)?;
+    let (unix_stream_send_ns, unix_stream_recv_ns) = unix_stream_cross_ns(cpu_a, cpu_b, plan)?;
     Ok(Cross {
         cpu_b,
         cache_line_ns,
@@ -1243,6 +1284,9 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
         wake_idle_latency_ns: median(idle.latency_ns).context("no idle-CPU wake sample")?,
         wake_idle_call_ns: median(idle.call_ns).context("no idle-CPU wake sample")?,
         membarrier_ns,
+        ipi_receive_ns,
+        unix_stream_send_ns,
+        unix_stream_recv_ns,
     })
 }
 
@@ -1328,6 +1372,120 @@ fn membarrier_round_trip_ns(cpu_a: usize, cpu_b: usize, plan: &Plan) -> Result<O
     joined?;
     // A membarrier that fails only now (e.g. a seccomp filter) counts as unavailable.
     Ok(result.ok())
+}
+
+/// Sockets the cross-CPU AF_UNIX stream runs over, as one hackbench sender writes
+/// to its group's receivers.
+const UNIX_STREAM_SOCKETS: usize = 20;
+
+/// Per-call times of 100-byte AF_UNIX sends on `cpu_a` and receives on `cpu_b`
+/// running at the same time: the sender writes round-robin to
+/// [`UNIX_STREAM_SOCKETS`] sockets, the receiver reads them round-robin, both
+/// with MSG_DONTWAIT so neither sleeps; only calls that moved a message are timed.
+fn unix_stream_cross_ns(cpu_a: usize, cpu_b: usize, plan: &Plan) -> Result<(f64, f64)> {
+    use std::os::unix::net::UnixStream;
+    let msgs = plan.unix_batches * UNIX_BATCH * 4;
+    let mut pairs = Vec::new();
+    for _ in 0..UNIX_STREAM_SOCKETS {
+        pairs.push(UnixStream::pair().context("socketpair(AF_UNIX)")?);
+    }
+    let rx: Vec<RawFd> = pairs.iter().map(|p| p.1.as_raw_fd()).collect();
+    let tx: Vec<RawFd> = pairs.iter().map(|p| p.0.as_raw_fd()).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let receiver = {
+        let stop = stop.clone();
+        std::thread::spawn(move || -> Result<(u64, u64)> {
+            pin_current_thread(cpu_b)?;
+            let mut buf = [0u8; 100];
+            let (mut busy, mut got) = (0u64, 0u64);
+            while got < msgs as u64 && !stop.load(Ordering::Relaxed) {
+                for &fd in &rx {
+                    let t0 = now_ns();
+                    // SAFETY: reading into a 100-byte buffer.
+                    let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), 100, libc::MSG_DONTWAIT) };
+                    if r == 100 {
+                        busy += now_ns() - t0;
+                        got += 1;
+                    }
+                }
+            }
+            Ok((busy, got))
+        })
+    };
+    pin_current_thread(cpu_a)?;
+    let msg = [0x5au8; 100];
+    let (mut busy, mut sent) = (0u64, 0u64);
+    let deadline = now_ns() + 10 * HELPER_TIMEOUT_NS;
+    while sent < msgs as u64 && now_ns() < deadline {
+        for &fd in &tx {
+            let t0 = now_ns();
+            // SAFETY: sending from a 100-byte buffer.
+            let r = unsafe { libc::send(fd, msg.as_ptr().cast(), 100, libc::MSG_DONTWAIT) };
+            if r == 100 {
+                busy += now_ns() - t0;
+                sent += 1;
+            }
+        }
+    }
+    // Whatever the receiver still waits for will not come after a timeout.
+    if sent < msgs as u64 {
+        stop.store(true, Ordering::Relaxed);
+    }
+    let (rbusy, got) = receiver.join().map_err(|_| anyhow!("the stream receiver panicked"))??;
+    drop(pairs);
+    if sent == 0 || got == 0 {
+        bail!("the cross-CPU AF_UNIX stream moved no message");
+    }
+    Ok((busy as f64 / sent as f64, rbusy as f64 / got as f64))
+}
+
+/// What taking one IPI costs a running CPU: a thread on `cpu_b` reads the clock in
+/// a tight loop and keeps every gap over 300 ns, while `cpu_a` sends it one
+/// membarrier(PRIVATE_EXPEDITED) IPI every 100 us. The median gap is the time the
+/// interrupt took from it (the few timer ticks among the gaps do not move the
+/// median). None where membarrier is unavailable.
+fn ipi_receive_ns(cpu_a: usize, cpu_b: usize, plan: &Plan) -> Result<Option<f64>> {
+    // SAFETY: membarrier takes plain integers; registering is idempotent.
+    let rc = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) };
+    if rc != 0 {
+        return Ok(None);
+    }
+    pin_current_thread(cpu_a)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let stop = stop.clone();
+        std::thread::spawn(move || -> Result<Vec<u64>> {
+            pin_current_thread(cpu_b)?;
+            let mut gaps = Vec::new();
+            let mut last = now_ns();
+            while !stop.load(Ordering::Relaxed) {
+                let t = now_ns();
+                if t - last > 300 {
+                    gaps.push(t - last);
+                }
+                last = t;
+            }
+            Ok(gaps)
+        })
+    };
+    // Let the watcher reach its CPU.
+    sleep_ns(5_000_000);
+    let sent = (|| {
+        for _ in 0..plan.cross_iters.max(500) {
+            spin_for(100_000);
+            // SAFETY: as above.
+            if unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) } != 0 {
+                return Err(os_err("membarrier"));
+            }
+        }
+        Ok(())
+    })();
+    stop.store(true, Ordering::Relaxed);
+    let gaps = watcher.join().map_err(|_| anyhow!("the IPI watcher panicked"))??;
+    if sent.is_err() {
+        return Ok(None);
+    }
+    Ok(median(gaps.into_iter().map(|g| g as f64).collect()))
 }
 
 // --- Cache refill ----------------------------------------------------------------------
