@@ -106,6 +106,18 @@ pub struct MachineProfile {
     pub unix_send_remote_ns: u64,
     #[serde(default)]
     pub unix_recv_remote_ns: u64,
+    /// Extra work of an AF_UNIX send and receive when the data queued in all
+    /// AF_UNIX sockets (skb truesize) fills `unix_cold_bytes`: the skbs and the
+    /// sockets they sit on have left the caches by the time they are used. Below
+    /// that footprint the extra scales linearly with it. `schedlab calibrate`
+    /// measures both on one CPU with sockets filled past the LLC, less the cache-hot
+    /// calls, and sets `unix_cold_bytes` to the LLC size; absent, 0 (not charged).
+    #[serde(default)]
+    pub unix_send_cold_ns: u64,
+    #[serde(default)]
+    pub unix_recv_cold_ns: u64,
+    #[serde(default)]
+    pub unix_cold_bytes: u64,
     /// One send() / recv() on a loopback TCP connection (TCP_NODELAY), beyond the
     /// system call and the copy: the send pays the whole loopback transmit and
     /// receive path (the receive softirq runs on the sending CPU).
@@ -189,6 +201,9 @@ impl MachineProfile {
             unix_recv_ns: 300,
             unix_send_remote_ns: 0,
             unix_recv_remote_ns: 0,
+            unix_send_cold_ns: 0,
+            unix_recv_cold_ns: 0,
+            unix_cold_bytes: 0,
             tcp_send_ns: 2000,
             tcp_recv_ns: 300,
             wakeup_ns: 200,

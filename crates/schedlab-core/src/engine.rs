@@ -301,6 +301,8 @@ pub struct Engine {
     exec: Vec<TaskExec>,
     cpu: Vec<CpuExec>,
     chans: Vec<Channel>,
+    /// skb truesize queued in all AF_UNIX sockets: their data's cache footprint.
+    unix_queued_bytes: u64,
     /// Futex words and their waiters, by key (BTreeMap: no hash-order effects).
     futexes: BTreeMap<u64, (u64, WaitQueue)>,
     marks: Vec<(u32, u64)>,
@@ -353,6 +355,7 @@ impl Engine {
             exec: Vec::new(),
             cpu: vec![CpuExec::default(); ncpus],
             chans: Vec::new(),
+            unix_queued_bytes: 0,
             futexes: BTreeMap::new(),
             marks: Vec::new(),
             latency: latency_histogram(),
@@ -1238,23 +1241,30 @@ impl Engine {
         spin + transfer
     }
 
-    /// What an AF_UNIX send or receive pays beyond its one-CPU cost when the other
-    /// end last used the socket on another core (its lines and its skbs are in
-    /// that core's cache), and records this end's CPU.
+    /// What an AF_UNIX send or receive pays beyond its one-CPU cache-hot cost:
+    /// when the other end last used the socket on another core (its lines and
+    /// its skbs are in that core's cache), and when the data queued in all
+    /// AF_UNIX sockets has pushed them out of the caches. Records this end's CPU.
     fn unix_sharing_ns(&mut self, cpu: usize, access: Option<PipeAccess>) -> u64 {
         let Some(access) = access else { return 0 };
         let Some(Channel::Unix(u)) = self.chans.get(access.chan()) else { return 0 };
-        let (peer, extra) = match access {
-            PipeAccess::Write { .. } => (u.last_recv_cpu, self.sys.cost.unix_send_remote_ns),
-            PipeAccess::Read { .. } => (u.last_send_cpu, self.sys.cost.unix_recv_remote_ns),
-        };
         let c = &self.sys.cost;
+        let (peer, extra, cold) = match access {
+            PipeAccess::Write { .. } => (u.last_recv_cpu, c.unix_send_remote_ns, c.unix_send_cold_ns),
+            PipeAccess::Read { .. } => (u.last_send_cpu, c.unix_recv_remote_ns, c.unix_recv_cold_ns),
+        };
         // line_ns is 0 on the same core, one line within the LLC, a remote one across.
-        let ns = match self.line_ns(peer, cpu) {
+        let remote = match self.line_ns(peer, cpu) {
             0 => 0,
             l if l == c.cache_line_ns || c.cache_line_ns == 0 => extra,
             l => extra * l / c.cache_line_ns,
         };
+        let cold = if c.unix_cold_bytes == 0 {
+            0
+        } else {
+            (cold as u128 * self.unix_queued_bytes.min(c.unix_cold_bytes) as u128 / c.unix_cold_bytes as u128) as u64
+        };
+        let ns = remote + cold;
         let Some(Channel::Unix(u)) = self.chans.get_mut(access.chan()) else { return 0 };
         match access {
             PipeAccess::Write { .. } => u.last_send_cpu = Some(cpu),
@@ -1384,7 +1394,13 @@ impl Engine {
                 let mut wake = std::mem::take(&mut self.wake_buf);
                 let io = match self.chans.get_mut(chan) {
                     Some(Channel::Pipe(pipe)) => pipe.write(p, cpu, left, !first, &mut wake),
-                    Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.write(p, left, &mut wake),
+                    Some(Channel::Unix(u)) => {
+                        let before = u.wmem_alloc;
+                        let out = u.write(p, left, &mut wake);
+                        self.unix_queued_bytes = self.unix_queued_bytes + u.wmem_alloc - before;
+                        out
+                    }
+                    Some(Channel::Tcp(u)) => u.write(p, left, &mut wake),
                     None => {
                         self.violation(format!("task {p} wrote to unknown channel {chan}"));
                         IoOutcome::Done(left)
@@ -1412,7 +1428,13 @@ impl Engine {
                 let mut wake = std::mem::take(&mut self.wake_buf);
                 let io = match self.chans.get_mut(chan) {
                     Some(Channel::Pipe(pipe)) => pipe.read(p, bytes, &mut wake),
-                    Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.read(p, bytes, &mut wake),
+                    Some(Channel::Unix(u)) => {
+                        let before = u.wmem_alloc;
+                        let out = u.read(p, bytes, &mut wake);
+                        self.unix_queued_bytes = self.unix_queued_bytes + u.wmem_alloc - before;
+                        out
+                    }
+                    Some(Channel::Tcp(u)) => u.read(p, bytes, &mut wake),
                     None => {
                         self.violation(format!("task {p} read from unknown channel {chan}"));
                         IoOutcome::Done(0)

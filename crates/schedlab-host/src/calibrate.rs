@@ -96,6 +96,25 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
          {recv:.0} ns - syscall - copy(100 B)"
     ));
 
+    // The same calls with the queued data past the LLC: every send and receive
+    // touches a socket and skbs that have left the caches.
+    let cold = unix_cold_ns(host.llc_bytes, &plan)?;
+    let unix_send_cold_ns = floor(cold.send_ns - unix_send_call, 0);
+    let unix_recv_cold_ns = floor(cold.recv_ns - unix_recv_call, 0);
+    let unix_cold_bytes = (host.llc_bytes as u64).min(cold.footprint_bytes);
+    notes.measured(format!(
+        "unix_send_cold_ns = {unix_send_cold_ns}, unix_recv_cold_ns = {unix_recv_cold_ns}, \
+         unix_cold_bytes = {unix_cold_bytes}: {} AF_UNIX sockets each filled with {} 100-byte \
+         messages (~{} MiB of skbs queued; LLC {} MiB), then drained, on one CPU; per call \
+         {:.0} / {:.0} ns - the cache-hot call {unix_send_call:.0} / {unix_recv_call:.0} ns",
+        cold.sockets,
+        cold.per_socket,
+        cold.footprint_bytes >> 20,
+        host.llc_bytes >> 20,
+        cold.send_ns,
+        cold.recv_ns
+    ));
+
     // TCP over loopback, the same way: the send pays the loopback receive path too.
     let (send, recv) = tcp_send_recv_ns(&plan)?;
     let tcp_send_ns = floor(send - syscall - copy100_ns, 1);
@@ -342,6 +361,9 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         unix_recv_ns,
         unix_send_remote_ns,
         unix_recv_remote_ns,
+        unix_send_cold_ns,
+        unix_recv_cold_ns,
+        unix_cold_bytes,
         tcp_send_ns,
         tcp_recv_ns,
         wakeup_ns,
@@ -797,6 +819,75 @@ impl Pipe {
 fn unix_send_recv_ns(plan: &Plan) -> Result<(f64, f64)> {
     let (mut a, mut b) = std::os::unix::net::UnixStream::pair().context("socketpair(AF_UNIX)")?;
     batched_send_recv_ns(&mut a, &mut b, plan)
+}
+
+struct UnixCold {
+    sockets: usize,
+    per_socket: usize,
+    footprint_bytes: u64,
+    send_ns: f64,
+    recv_ns: f64,
+}
+
+/// Messages queued per socket: under the default 208 KiB send buffer.
+const UNIX_COLD_PER_SOCKET: usize = 250;
+/// At most this many socket pairs (two descriptors each), within the usual
+/// 1024-descriptor limit.
+const UNIX_COLD_MAX_SOCKETS: usize = 400;
+
+/// Per-call times of 100-byte AF_UNIX sends that fill enough sockets to queue
+/// 1.5 x the LLC in skbs (at most [`UNIX_COLD_MAX_SOCKETS`]), written round-robin,
+/// then of the receives that drain them in the same order; the median of three
+/// such rounds, on the calling thread's CPU.
+fn unix_cold_ns(llc_bytes: usize, plan: &Plan) -> Result<UnixCold> {
+    use std::os::unix::net::UnixStream;
+    // The simulator's own skb accounting, so that the footprint means the same there.
+    let truesize = schedlab_core::ipc::skb_truesize(100) as usize;
+    let want = llc_bytes * 3 / 2 / (UNIX_COLD_PER_SOCKET * truesize);
+    let sockets = want.clamp(20, UNIX_COLD_MAX_SOCKETS);
+    let mut pairs = Vec::with_capacity(sockets);
+    for _ in 0..sockets {
+        pairs.push(UnixStream::pair().context("socketpair(AF_UNIX) for the cold-socket measurement")?);
+    }
+    let rounds = if plan.reps > 5 { 3 } else { 1 };
+    let (msg, mut buf) = ([0x5au8; 100], [0u8; 100]);
+    let (mut sends, mut recvs, mut queued) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..rounds {
+        let t0 = now_ns();
+        let mut sent = 0usize;
+        for _ in 0..UNIX_COLD_PER_SOCKET {
+            for (tx, _) in &pairs {
+                // SAFETY: sending from a 100-byte buffer.
+                if unsafe { libc::send(tx.as_raw_fd(), msg.as_ptr().cast(), 100, libc::MSG_DONTWAIT) } == 100 {
+                    sent += 1;
+                }
+            }
+        }
+        let t1 = now_ns();
+        let mut got = 0usize;
+        for _ in 0..UNIX_COLD_PER_SOCKET {
+            for (_, rx) in &pairs {
+                // SAFETY: reading into a 100-byte buffer.
+                if unsafe { libc::recv(rx.as_raw_fd(), buf.as_mut_ptr().cast(), 100, libc::MSG_DONTWAIT) } == 100 {
+                    got += 1;
+                }
+            }
+        }
+        let t2 = now_ns();
+        if sent == 0 || got == 0 {
+            bail!("the cold-socket measurement moved no message");
+        }
+        queued = sent;
+        sends.push((t1 - t0) as f64 / sent as f64);
+        recvs.push((t2 - t1) as f64 / got as f64);
+    }
+    Ok(UnixCold {
+        sockets,
+        per_socket: UNIX_COLD_PER_SOCKET,
+        footprint_bytes: (queued * truesize) as u64,
+        send_ns: median(sends).context("no cold send sample")?,
+        recv_ns: median(recvs).context("no cold receive sample")?,
+    })
 }
 
 /// Per-call times of 100-byte writes and reads on a loopback TCP connection
