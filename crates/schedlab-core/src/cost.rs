@@ -126,8 +126,23 @@ pub struct MachineProfile {
     /// Waker-side cost of `try_to_wake_up()` for a sleeping task (lock, enqueue,
     /// preemption check), excluding any search the policy charges separately.
     pub wakeup_ns: u64,
-    /// Sender-side cost of an IPI (reschedule or wake-list kick).
+    /// Waker-side extra of a wakeup that enqueues the task on another CPU's
+    /// runqueue while that CPU is busy (ttwu_queue → ttwu_do_activate under the
+    /// remote rq lock; an idle target takes the wake list instead): the lock and
+    /// the runqueue's lines come from the other core. `schedlab calibrate`
+    /// measures it as a FUTEX_WAKE of a sleeper on a CPU whose SCHED_FIFO spinner
+    /// it cannot preempt, less a local wakeup; absent, 0.
+    #[serde(default)]
+    pub wakeup_remote_ns: u64,
+    /// Sender-side cost of an IPI (reschedule or wake-list kick) to a running CPU.
     pub ipi_send_ns: u64,
+    /// Sender-side cost of the IPI that wakes a halted idle CPU (`idle_polls`
+    /// false), where it differs: in a KVM guest the host wakes the halted vCPU's
+    /// thread inside the sender's exit. `schedlab calibrate` measures it as a
+    /// FUTEX_WAKE of a sleeper on an idle CPU less one of nobody and a local
+    /// wakeup; absent, `ipi_send_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipi_send_idle_ns: Option<u64>,
     /// Delay from sending an IPI until the target CPU takes it, when it is running.
     pub ipi_latency_ns: u64,
     /// CPU time a running CPU loses to take an IPI: interrupt entry, handler and
@@ -207,7 +222,9 @@ impl MachineProfile {
             tcp_send_ns: 2000,
             tcp_recv_ns: 300,
             wakeup_ns: 200,
+            wakeup_remote_ns: 0,
             ipi_send_ns: 100,
+            ipi_send_idle_ns: None,
             ipi_latency_ns: 1000,
             ipi_receive_ns: 0,
             idle_exit_ns: 2000,

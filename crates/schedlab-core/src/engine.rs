@@ -303,6 +303,8 @@ pub struct Engine {
     chans: Vec<Channel>,
     /// skb truesize queued in all AF_UNIX sockets: their data's cache footprint.
     unix_queued_bytes: u64,
+    /// During a wakeup: the waker's remote enqueue, which its IPI follows.
+    wake_enqueue_ns: u64,
     /// Futex words and their waiters, by key (BTreeMap: no hash-order effects).
     futexes: BTreeMap<u64, (u64, WaitQueue)>,
     marks: Vec<(u32, u64)>,
@@ -356,6 +358,7 @@ impl Engine {
             cpu: vec![CpuExec::default(); ncpus],
             chans: Vec::new(),
             unix_queued_bytes: 0,
+            wake_enqueue_ns: 0,
             futexes: BTreeMap::new(),
             marks: Vec::new(),
             latency: latency_histogram(),
@@ -557,6 +560,12 @@ impl Engine {
             self.sys.stats[waker_cpu].ttwu_local += 1;
         }
         self.sys.charge(waker_cpu, Charge::Sched, self.sys.cost.wakeup_ns);
+        // ttwu_queue(): a busy remote runqueue is locked and enqueued on from here.
+        self.wake_enqueue_ns = 0;
+        if cpu != waker_cpu && self.sys.cpu_state(cpu) == CpuState::Busy {
+            self.wake_enqueue_ns = self.sys.cost.wakeup_remote_ns;
+            self.sys.charge(waker_cpu, Charge::Sched, self.wake_enqueue_ns);
+        }
         let t = &mut self.sys.tasks[p];
         t.state = TaskState::Runnable;
         t.woken_at_ns = Some(now);
@@ -566,6 +575,7 @@ impl Engine {
         self.process_requests();
         self.emit(waker_cpu, TraceKind::Wakeup { p, target_cpu: cpu });
         self.check_preempt(cpu, p, waker_cpu, flags);
+        self.wake_enqueue_ns = 0;
         // A timer wakeup runs in the timer interrupt: a reschedule it asked of its own
         // CPU happens on the interrupt's return, if that CPU was running user code.
         if waker.is_none() && self.sys.cpu_state(waker_cpu) == CpuState::Busy && self.resched_pending(waker_cpu) {
@@ -605,7 +615,8 @@ impl Engine {
                 let noticed_at = if self.sys.cost.idle_polls || still_active || cpu == from {
                     now
                 } else {
-                    self.sys.send_ipi(from) + self.sys.cost.ipi_latency_ns
+                    let send = self.sys.cost.ipi_send_idle_ns.unwrap_or(self.sys.cost.ipi_send_ns);
+                    self.sys.send_ipi(from, 0, send) + self.sys.cost.ipi_latency_ns
                 };
                 let c = &self.cpu[cpu];
                 let at = if still_active { c.idle_start_ns } else { noticed_at + self.sys.cost.idle_exit_ns };
@@ -618,7 +629,8 @@ impl Engine {
                 self.sys.need_resched[cpu] = true;
                 if cpu != from && !self.cpu[cpu].resched_in_flight {
                     self.cpu[cpu].resched_in_flight = true;
-                    let sent_at = self.sys.send_ipi(from);
+                    // The IPI of a wakeup goes out after its remote enqueue.
+                    let sent_at = self.sys.send_ipi(from, self.wake_enqueue_ns, self.sys.cost.ipi_send_ns);
                     let at = self.sys.irq.deliver(cpu, sent_at + self.sys.cost.ipi_latency_ns);
                     self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
                 }

@@ -402,12 +402,13 @@ impl System {
         }
     }
 
-    /// When an IPI that `from` sends now leaves it: after the send, which is
-    /// charged here. `ipi_latency_ns` counts from then, as `schedlab calibrate`
-    /// measures it (a round trip less the send).
-    pub fn send_ipi(&mut self, from: usize) -> u64 {
-        self.charge(from, Charge::Sched, self.cost.ipi_send_ns);
-        self.now_ns + self.cost.ipi_send_ns
+    /// When an IPI that `from` sends `after_ns` from now (behind work of the same
+    /// call that comes first) leaves it: after the send, which is charged here,
+    /// `send_ns` long. `ipi_latency_ns` counts from then, as `schedlab calibrate`
+    /// derives it.
+    pub fn send_ipi(&mut self, from: usize, after_ns: u64, send_ns: u64) -> u64 {
+        self.charge(from, Charge::Sched, send_ns);
+        self.now_ns + after_ns + send_ns
     }
 
     /// A search that looked at `cpus` CPUs, took `locks` runqueue locks and examined

@@ -184,7 +184,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         None => None,
     };
     let (ipi_send_ns, ipi_latency_ns, ipi_receive_ns, idle_exit_ns, idle_polls, cache_line_ns);
-    let (unix_send_remote_ns, unix_recv_remote_ns);
+    let (unix_send_remote_ns, unix_recv_remote_ns, wakeup_remote_ns, ipi_send_idle_ns);
     let counter = AtomicU64::new(0);
     let atomic_ns = time_per_op(plan.reps, plan.syscall_iters, || {
         black_box(counter.fetch_add(1, Ordering::SeqCst));
@@ -202,12 +202,38 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             // enqueue under the remote runqueue lock, then a reschedule IPI. Its extra
             // over a FUTEX_WAKE that finds no waiter is the wakeup itself, the lock's
             // cache-line transfer and the IPI send.
-            ipi_send_ns = floor(c.wake_busy_call_ns - c.wake_noop_ns - wakeup_ns as f64 - c.cache_line_ns, 20);
-            notes.measured(format!(
-                "ipi_send_ns = {ipi_send_ns}: FUTEX_WAKE of a sleeper on a busy remote CPU \
-                 {:.0} ns - FUTEX_WAKE of nobody {:.0} ns - wakeup - 1 cache-line transfer",
-                c.wake_busy_call_ns, c.wake_noop_ns
-            ));
+            match c.wake_remote_call_ns {
+                Some(remote) => {
+                    // The same remote enqueue without the IPI: the difference is the send,
+                    // and what the enqueue costs beyond a local wakeup is its own figure.
+                    ipi_send_ns = floor(c.wake_busy_call_ns - remote, 20);
+                    wakeup_remote_ns = floor(remote - c.wake_noop_ns - wakeup_ns as f64, 0);
+                    notes.measured(format!(
+                        "ipi_send_ns = {ipi_send_ns}: FUTEX_WAKE of a sleeper on a remote CPU whose \
+                         SCHED_IDLE spinner it preempts {:.0} ns - on one whose SCHED_FIFO spinner it \
+                         cannot preempt {remote:.0} ns",
+                        c.wake_busy_call_ns
+                    ));
+                    notes.measured(format!(
+                        "wakeup_remote_ns = {wakeup_remote_ns}: FUTEX_WAKE of a sleeper on a busy remote \
+                         CPU it cannot preempt {remote:.0} ns - FUTEX_WAKE of nobody {:.0} ns - wakeup",
+                        c.wake_noop_ns
+                    ));
+                }
+                None => {
+                    ipi_send_ns = floor(c.wake_busy_call_ns - c.wake_noop_ns - wakeup_ns as f64 - c.cache_line_ns, 20);
+                    wakeup_remote_ns = floor(c.cache_line_ns, 0);
+                    notes.measured(format!(
+                        "ipi_send_ns = {ipi_send_ns}: FUTEX_WAKE of a sleeper on a busy remote CPU \
+                         {:.0} ns - FUTEX_WAKE of nobody {:.0} ns - wakeup - 1 cache-line transfer",
+                        c.wake_busy_call_ns, c.wake_noop_ns
+                    ));
+                    notes.estimated(format!(
+                        "wakeup_remote_ns = {wakeup_remote_ns}: SCHED_FIFO not allowed, so no unpreempted \
+                         remote wake to measure; one cache-line transfer (the remote runqueue lock)"
+                    ));
+                }
+            }
             // membarrier(PRIVATE_EXPEDITED) IPIs the CPU running our spinner and waits
             // for its acknowledgement, a cache-line write. A round trip that does not
             // even cover the send cannot have waited for an IPI (the spinner was not
@@ -215,6 +241,28 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             let mb_flight =
                 c.membarrier_ns.map(|mb| mb - syscall - ipi_send_ns as f64 - c.cache_line_ns).filter(|&flight| flight > 50.0);
             ipi_latency_ns = match (c.membarrier_ns, mb_flight) {
+                // With the remote enqueue measured on its own, the wake's own latency
+                // splits exactly as the simulator replays it: the waker's syscall,
+                // wakeup, remote enqueue and send, the flight, the target's switch.
+                _ if c.wake_remote_call_ns.is_some() => {
+                    let v = floor(
+                        c.wake_busy_latency_ns
+                            - syscall
+                            - wakeup_ns as f64
+                            - wakeup_remote_ns as f64
+                            - ipi_send_ns as f64
+                            - context_switch_ns as f64,
+                        50,
+                    );
+                    notes.measured(format!(
+                        "ipi_latency_ns = {v}: wake-to-run latency on a busy CPU whose spinner the wakee \
+                         preempts {:.0} ns - syscall - wakeup - wakeup_remote - ipi_send - context switch \
+                         (membarrier round trip to a running CPU, for comparison: {:?} ns)",
+                        c.wake_busy_latency_ns,
+                        c.membarrier_ns.map(|m| m.round())
+                    ));
+                    v
+                }
                 (Some(mb), Some(flight)) => {
                     let v = floor(flight, 50);
                     notes.measured(format!(
@@ -266,27 +314,45 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
                     0
                 }
             };
-            // Waking a sleeper on an idle CPU vs on a CPU that runs a spinner: the same
-            // path except that the idle CPU first has to leave its idle state.
-            idle_exit_ns = floor(c.wake_idle_latency_ns - c.wake_busy_latency_ns, 1);
-            notes.measured(format!(
-                "idle_exit_ns = {idle_exit_ns}: wake-to-run latency on an idle CPU {:.0} ns - \
-                 on a busy CPU {:.0} ns (idle state: {}; 1: no slower than interrupting a running CPU)",
-                c.wake_idle_latency_ns, c.wake_busy_latency_ns, host.idle_driver
-            ));
             // Whether an idle CPU polls its need-resched flag: if it does, waking a
-            // sleeper there costs the waker a flag write; if it halts, an IPI (the
-            // same send as to a busy CPU, or more: with TTWU_QUEUE the waker skips
-            // the enqueue but still sends). Half the send is the dividing line.
+            // sleeper there costs the waker about a local wakeup; if it halts, an IPI
+            // that has to get a halted CPU going (in a guest, the host wakes the vCPU
+            // thread inside the sender's exit). Half a reschedule IPI's send beyond a
+            // local wakeup is the dividing line.
             let idle_extra = c.wake_idle_call_ns - c.wake_noop_ns;
-            idle_polls = idle_extra < ipi_send_ns as f64 / 2.0;
+            idle_polls = idle_extra < wakeup_ns as f64 + ipi_send_ns as f64 / 2.0;
+            ipi_send_idle_ns = (!idle_polls).then(|| floor(idle_extra - wakeup_ns as f64, 20));
             notes.measured(format!(
                 "idle_polls = {idle_polls}: FUTEX_WAKE of a sleeper on an idle remote CPU {:.0} ns - of nobody {:.0} ns \
-                 = {idle_extra:.0} ns, {} half the IPI send of {ipi_send_ns} ns: an idle CPU here {} (idle driver {})",
+                 = {idle_extra:.0} ns, {} a local wakeup + half the IPI send ({wakeup_ns} + {ipi_send_ns}/2 ns): \
+                 an idle CPU here {} (idle driver {}){}",
                 c.wake_idle_call_ns,
                 c.wake_noop_ns,
                 if idle_polls { "under" } else { "over" },
                 if idle_polls { "polls (no IPI to wake it)" } else { "halts (every wakeup of it is an IPI)" },
+                host.idle_driver,
+                ipi_send_idle_ns.map_or(String::new(), |v| format!("; ipi_send_idle_ns = {v}: that extra - wakeup"))
+            ));
+            // Waking a sleeper on an idle CPU vs on a CPU that runs a spinner the
+            // wakee preempts: what differs is the waker's path (the wake list and the
+            // send to a halted CPU, or a flag write, against the remote enqueue and
+            // the send) and the idle CPU leaving its idle state.
+            let busy_path = (wakeup_remote_ns + ipi_send_ns) as f64;
+            let idle_path = match ipi_send_idle_ns {
+                Some(send_idle) => send_idle as f64,
+                None => -(ipi_latency_ns as f64),
+            };
+            idle_exit_ns = floor(c.wake_idle_latency_ns - c.wake_busy_latency_ns + busy_path - idle_path, 1);
+            notes.measured(format!(
+                "idle_exit_ns = {idle_exit_ns}: wake-to-run latency on an idle CPU {:.0} ns - on a busy CPU {:.0} ns \
+                 + the busy path's remote enqueue and send - {} (idle state: {}; 1: no slower than a running CPU)",
+                c.wake_idle_latency_ns,
+                c.wake_busy_latency_ns,
+                if idle_polls {
+                    "nothing, + the IPI flight the polling CPU does not wait for"
+                } else {
+                    "the send to a halted CPU"
+                },
                 host.idle_driver
             ));
         }
@@ -297,6 +363,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             idle_exit_ns = DEFAULT_IDLE_EXIT_NS;
             idle_polls = true;
             ipi_receive_ns = 0;
+            wakeup_remote_ns = 0;
+            ipi_send_idle_ns = None;
             unix_send_remote_ns = 0;
             unix_recv_remote_ns = 0;
             notes.estimated(format!(
@@ -370,6 +438,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         ipi_send_ns,
         ipi_latency_ns,
         ipi_receive_ns,
+        wakeup_remote_ns,
+        ipi_send_idle_ns,
         idle_exit_ns,
         idle_polls,
         fork_ns,
@@ -1182,8 +1252,8 @@ struct WakeShared {
 struct WakeConfig {
     waker_cpu: usize,
     wakee_cpu: usize,
-    /// Keep the wakee's CPU busy with a SCHED_IDLE spinner (else it idles).
-    busy_target: bool,
+    /// What the wakee's CPU does when the wake arrives.
+    target: WakeTarget,
     samples: usize,
     /// Pause before each wake, spinning so the waker stays hot, while the wakee
     /// sleeps and (when not busy) its CPU settles into its idle state.
@@ -1197,18 +1267,57 @@ struct WakeSamples {
     latency_ns: Vec<f64>,
 }
 
-/// Spins on `cpu` (at the lowest priority if `lowest`) until `shared.stop`.
-fn spawn_spinner(cpu: usize, shared: Arc<WakeShared>, lowest: bool) -> JoinHandle<Result<()>> {
+/// The wakee's CPU in a wake benchmark.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WakeTarget {
+    /// Idle: the wake leaves it idle state.
+    Idle,
+    /// Running a SCHED_IDLE spinner: the woken thread preempts it, so the waker
+    /// enqueues remotely and sends a reschedule IPI.
+    Preempted,
+    /// Running a SCHED_FIFO spinner that naps 20 us every 100 us: a fair-class
+    /// wakee cannot preempt it, so the waker enqueues remotely and sends nothing;
+    /// the wakee runs at the next nap.
+    Unpreempted,
+}
+
+/// How a spinner runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Spin {
+    /// An ordinary nice-0 thread.
+    Normal,
+    /// SCHED_IDLE (or nice 19): anything woken preempts it.
+    Lowest,
+    /// SCHED_FIFO priority 1, napping 20 us every 100 us: no fair-class wakee
+    /// preempts it.
+    FifoNapping,
+}
+
+/// Spins on `cpu` until `shared.stop` (an error if SCHED_FIFO is asked for and
+/// not allowed).
+fn spawn_spinner(cpu: usize, shared: Arc<WakeShared>, kind: Spin) -> JoinHandle<Result<()>> {
     std::thread::spawn(move || {
         pin_current_thread(cpu)?;
-        if lowest {
+        let fifo = kind == Spin::FifoNapping;
+        if fifo {
+            let param = libc::sched_param { sched_priority: 1 };
+            // SAFETY: pid 0 is the calling thread; param is valid.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+                return Err(os_err("sched_setscheduler(SCHED_FIFO)"));
+            }
+        } else if kind == Spin::Lowest {
             lower_own_priority();
         }
         // Busy with stores rather than PAUSE: a pausing vCPU may be descheduled by
         // the hypervisor, which is not the "running CPU" this stands for.
         let mut count = 0u64;
+        let mut nap_at = now_ns() + 100_000;
         while !shared.stop.load(Ordering::Relaxed) {
             count = black_box(count.wrapping_add(1));
+            if fifo && count.is_multiple_of(64) && now_ns() >= nap_at {
+                sleep_ns(20_000);
+                nap_at = now_ns() + 100_000;
+            }
         }
         Ok(())
     })
@@ -1232,8 +1341,9 @@ fn run_wake_bench(cfg: &WakeConfig, timer_ns: f64) -> Result<WakeSamples> {
     pin_current_thread(cfg.waker_cpu)?;
     let shared = Arc::new(WakeShared::default());
     let mut threads = Vec::new();
-    if cfg.busy_target {
-        threads.push(spawn_spinner(cfg.wakee_cpu, shared.clone(), true));
+    if cfg.target != WakeTarget::Idle {
+        let kind = if cfg.target == WakeTarget::Unpreempted { Spin::FifoNapping } else { Spin::Lowest };
+        threads.push(spawn_spinner(cfg.wakee_cpu, shared.clone(), kind));
     }
     {
         let shared = shared.clone();
@@ -1326,6 +1436,8 @@ struct Cross {
     wake_busy_latency_ns: f64,
     wake_idle_latency_ns: f64,
     wake_idle_call_ns: f64,
+    /// FUTEX_WAKE of a sleeper on a busy CPU it cannot preempt (None without SCHED_FIFO).
+    wake_remote_call_ns: Option<f64>,
     membarrier_ns: Option<f64>,
     ipi_receive_ns: Option<f64>,
     unix_stream_send_ns: f64,
@@ -1345,16 +1457,22 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
     let mut cfg = WakeConfig {
         waker_cpu: cpu_a,
         wakee_cpu: cpu_b,
-        busy_target: false,
+        target: WakeTarget::Idle,
         samples: plan.wake_samples,
         // Long enough for the idle CPU to enter the idle state it picks for gaps
         // of tens of microseconds, as between hackbench messages.
         settle_ns: 50_000,
     };
     let idle = run_wake_bench(&cfg, timer_ns)?;
-    cfg.busy_target = true;
+    cfg.target = WakeTarget::Preempted;
     cfg.settle_ns = 20_000;
     let busy = run_wake_bench(&cfg, timer_ns)?;
+    // Without SCHED_FIFO (no CAP_SYS_NICE) there is no unpreempted sample.
+    cfg.target = WakeTarget::Unpreempted;
+    // The wakee last ran when the spinner began a 20 us nap: 50 us later the
+    // spinner is mid-run, so the wake finds the CPU busy.
+    cfg.settle_ns = 50_000;
+    let remote = run_wake_bench(&cfg, timer_ns).ok().and_then(|r| median(r.call_ns));
 
     // FUTEX_WAKE with nobody waiting: syscall + futex hash lookup, the baseline that
     // the busy-CPU wake is compared with.
@@ -1374,6 +1492,7 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
         wake_busy_latency_ns: median(busy.latency_ns).context("no busy-CPU wake sample")?,
         wake_idle_latency_ns: median(idle.latency_ns).context("no idle-CPU wake sample")?,
         wake_idle_call_ns: median(idle.call_ns).context("no idle-CPU wake sample")?,
+        wake_remote_call_ns: remote,
         membarrier_ns,
         ipi_receive_ns,
         unix_stream_send_ns,
@@ -1447,7 +1566,7 @@ fn membarrier_round_trip_ns(cpu_a: usize, cpu_b: usize, plan: &Plan) -> Result<O
     }
     pin_current_thread(cpu_a)?;
     let shared = Arc::new(WakeShared::default());
-    let spinner = spawn_spinner(cpu_b, shared.clone(), false);
+    let spinner = spawn_spinner(cpu_b, shared.clone(), Spin::Normal);
     // Let the spinner reach its CPU before measuring.
     sleep_ns(2_000_000);
     let result = time_per_op(plan.reps, plan.cross_iters.max(1_000), || {
