@@ -490,6 +490,16 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     };
     let cpus = a.cpus.as_deref().map(parse_cpus).transpose()?;
     let topo = host_topology(cpus.as_deref())?;
+    // The host must be able to do what was asked before anything runs: migrations
+    // are judged, so the kernel's counters are required (`schedlab real` alone
+    // falls back to getrusage), and a trace needs a tracefs instance.
+    schedlab_host::counters::TreeCounters::open_perf_only().map_err(|e| {
+        let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
+        Failure::Host(format!(
+            "validate: {e} (perf_event_paranoid = {}); run as root or allow perf events for this user",
+            paranoid.trim()
+        ))
+    })?;
     let release = schedlab_host::kernel::release();
     let policy = match &a.policy {
         Some(p) => p.clone(),
@@ -520,6 +530,9 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         crate::check_output_path("out", p)?;
     }
     let plot_file = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
+    if a.trace.is_some() {
+        drop(schedlab_host::tracefs::Instance::open(64).map_err(|e| Failure::Host(format!("validate --trace: {e}")))?);
+    }
     let (machine, machine_origin) = match &a.machine {
         Some(m) => (crate::machines::load(m)?, m.clone()),
         None => {

@@ -277,3 +277,45 @@ fn builtin_hackbench_agrees_with_perf_bench_messaging() {
     // Both must be in the same range in the first place: within a factor of 2.
     assert!(mo / mp < 2.0 && mp / mo < 2.0, "medians {mo} vs {mp}: ours {ours:?} perf {perfs:?}");
 }
+
+/// A user the kernel does not let count (perf_event_paranoid >= 2, not root):
+/// validate refuses at once with one line and exit 2, while `real` falls back to
+/// getrusage. Needs root and setpriv to become that user; skipped otherwise.
+#[test]
+fn without_counter_permission_validate_refuses_and_real_falls_back() {
+    let paranoid: i32 =
+        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(-1);
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false);
+    let setpriv = Command::new("setpriv").arg("--help").output().is_ok_and(|o| o.status.success());
+    if !(root && setpriv && paranoid >= 2) {
+        eprintln!("needs root, setpriv and perf_event_paranoid >= 2: skipped");
+        return;
+    }
+    // The binary must be reachable by the unprivileged user: copy it to a temp dir.
+    let dir = std::env::temp_dir().join(format!("schedlab-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("schedlab");
+    std::fs::copy(env!("CARGO_BIN_EXE_schedlab"), &exe).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&exe)
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let o = as_nobody(&["validate", "--suite", "host-quick", "--machine", "kvm-haswell"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("perf_event_open"), "{}", stderr(&o));
+    let o = as_nobody(&["real", "--workload", "pipe loops=500"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("getrusage"), "{}", stdout(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
