@@ -503,11 +503,17 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     let release = schedlab_host::kernel::release();
     let policy = match &a.policy {
         Some(p) => p.clone(),
-        None => schedlab_host::kernel::policy_for_release(&release)
-            .ok_or_else(|| {
+        None => {
+            let model = schedlab_host::kernel::policy_for_release(&release).ok_or_else(|| {
                 SpecError::new("policy", format!("(host kernel {release})"), "a policy name: the host's release is not modelled")
-            })?
-            .to_string(),
+            })?;
+            // The vendor placement option of this project's hosts, modelled as the
+            // switch inferred from their traces (docs/validate.md).
+            match schedlab_host::kernel::vcpu_pack_option() {
+                Some(_) if model == "eevdf@6.18" => format!("{model}+HOST_VCPU_PACK"),
+                _ => model.to_string(),
+            }
+        }
     };
     let policy_class = schedlab_policies::policy_by_name(&policy, &[])?;
     let preempt = crate::cli::parse_preempt(a.preempt.as_deref(), "host")?;
@@ -753,7 +759,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
     let mut out = format!(
         "schedlab validate: suite {}, {} real and {} simulated runs per row\n\
          real:      Linux {}, each run its own session (setsid); counters: {}\n\
-         simulated: {} on the host topology ({} CPUs), preempt={} ({}), autogroup {}, HZ={}, machine: {}\n\
+         simulated: {} on the host topology ({} CPUs), preempt={} ({}), autogroup {}, HZ={}, machine: {}\n{}\
          agreement: elapsed within +-{}%, context switches within +-{}%, migrations within {}x where the real median >= {}\n\n",
         h.suite,
         h.runs,
@@ -767,6 +773,11 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         if sim.autogroup { "on" } else { "off" },
         sim.hz,
         sim.machine_origin,
+        if sim.policy.contains("HOST_VCPU_PACK") {
+            "           (+HOST_VCPU_PACK: the host's non-upstream sched_vcpu_pack placement as inferred from its traces, not upstream)\n"
+        } else {
+            ""
+        },
         t.elapsed_pct,
         t.switches_pct,
         t.migrations_factor,

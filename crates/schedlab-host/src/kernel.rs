@@ -65,6 +65,13 @@ pub fn autogroup_enabled() -> Option<bool> {
     Some(s.trim() != "0")
 }
 
+/// The value of `sched_vcpu_pack=` on the kernel command line: a non-upstream
+/// placement option of this project's hosts' vendor kernel. None where absent.
+pub fn vcpu_pack_option() -> Option<String> {
+    let s = fs::read_to_string("/proc/cmdline").ok()?;
+    s.split_whitespace().find_map(|w| w.strip_prefix("sched_vcpu_pack=")).map(str::to_string)
+}
+
 /// The running kernel's release (`uname -r`), e.g. `6.18.44-fc-v669`.
 pub fn release() -> String {
     // SAFETY: utsname is plain data; uname fills it with NUL-terminated strings.

@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 27] = [
+const NAMES: [&str; 28] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -34,6 +34,7 @@ const NAMES: [&str; 27] = [
     "SIS_UTIL",
     "NEWIDLE_COST_BUMP",
     "YIELD_FORFEIT",
+    "HOST_VCPU_PACK",
 ];
 
 /// The fair-class features this model reads, with the defaults of one version.
@@ -102,6 +103,12 @@ pub struct Features {
     /// Not a features.h name: "Forfeit vruntime on yield" (79104becf42b, v6.19),
     /// backported to 6.18.2.
     pub yield_forfeit: bool,
+    /// Not upstream: the placement of this project's hosts' kernel
+    /// (`sched_vcpu_pack=15` on a vendor 6.18.44), inferred from their traces, not
+    /// read from source: a woken task stays on its previous CPU instead of being
+    /// pulled towards the waker (wake_affine() keeps prev_cpu; select_idle_sibling()
+    /// still runs). Measured on 2-vCPU guests only (docs/validate.md).
+    pub host_vcpu_pack: bool,
 }
 
 impl Features {
@@ -145,6 +152,7 @@ impl Features {
             sis_util: eevdf,
             newidle_cost_bump: version == KernelVersion::V6_18,
             yield_forfeit: false,
+            host_vcpu_pack: false,
         }
     }
 
@@ -164,6 +172,8 @@ impl Features {
             // Stable-branch changes, offered where a release's .y took them.
             "NEWIDLE_COST_BUMP" => matches!(self.version, V6_12 | V6_18),
             "YIELD_FORFEIT" => self.version == V6_18,
+            // A host's non-upstream placement, inferred from its traces.
+            "HOST_VCPU_PACK" => self.version == V6_18,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
             // seed patches that target one CFS kernel; SIS_PROP went in v6.12 and
             // the v5.11 NUMA fork rule is unconditional since.
@@ -210,6 +220,7 @@ impl Features {
             "SIS_UTIL" => &mut self.sis_util,
             "NEWIDLE_COST_BUMP" => &mut self.newidle_cost_bump,
             "YIELD_FORFEIT" => &mut self.yield_forfeit,
+            "HOST_VCPU_PACK" => &mut self.host_vcpu_pack,
             _ => return None,
         })
     }

@@ -126,6 +126,10 @@ impl Cfs {
         prev_cpu: usize,
         sync: bool,
     ) -> usize {
+        // HOST_VCPU_PACK (inferred, not upstream): the wakee is never pulled.
+        if self.feat.host_vcpu_pack {
+            return prev_cpu;
+        }
         let mut target = None;
         if self.feat.wa_idle {
             target = self.wake_affine_idle(sys, this_cpu, prev_cpu, sync);
