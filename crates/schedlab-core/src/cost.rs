@@ -118,6 +118,17 @@ pub struct MachineProfile {
     pub unix_recv_cold_ns: u64,
     #[serde(default)]
     pub unix_cold_bytes: u64,
+    /// The same for pipes: extra work of a 100-byte pipe write and read when the
+    /// pages queued in all pipes fill `pipe_cold_bytes`, scaled linearly below it.
+    /// `schedlab calibrate` measures them with pipes filled past the LLC (or as far
+    /// as the descriptor limit allows), less the same calls on a few pipes;
+    /// absent, 0 (not charged).
+    #[serde(default)]
+    pub pipe_write_cold_ns: u64,
+    #[serde(default)]
+    pub pipe_read_cold_ns: u64,
+    #[serde(default)]
+    pub pipe_cold_bytes: u64,
     /// One send() / recv() on a loopback TCP connection (TCP_NODELAY), beyond the
     /// system call and the copy: the send pays the whole loopback transmit and
     /// receive path (the receive softirq runs on the sending CPU).
@@ -219,6 +230,9 @@ impl MachineProfile {
             unix_send_cold_ns: 0,
             unix_recv_cold_ns: 0,
             unix_cold_bytes: 0,
+            pipe_write_cold_ns: 0,
+            pipe_read_cold_ns: 0,
+            pipe_cold_bytes: 0,
             tcp_send_ns: 2000,
             tcp_recv_ns: 300,
             wakeup_ns: 200,

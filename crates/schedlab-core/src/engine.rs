@@ -303,6 +303,8 @@ pub struct Engine {
     chans: Vec<Channel>,
     /// skb truesize queued in all AF_UNIX sockets: their data's cache footprint.
     unix_queued_bytes: u64,
+    /// Pages held by all pipes' rings: their data's cache footprint.
+    pipe_queued_bytes: u64,
     /// During a wakeup: the waker's remote enqueue, which its IPI follows.
     wake_enqueue_ns: u64,
     /// Futex words and their waiters, by key (BTreeMap: no hash-order effects).
@@ -358,6 +360,7 @@ impl Engine {
             cpu: vec![CpuExec::default(); ncpus],
             chans: Vec::new(),
             unix_queued_bytes: 0,
+            pipe_queued_bytes: 0,
             wake_enqueue_ns: 0,
             futexes: BTreeMap::new(),
             marks: Vec::new(),
@@ -1033,7 +1036,7 @@ impl Engine {
             }
             let cost = self.op_cost(op, false);
             let access = Self::pipe_access(op);
-            let cost = cost + self.pipe_mutex_ns(cpu, p, access, 0, cost) + self.unix_sharing_ns(cpu, access);
+            let cost = cost + self.pipe_mutex_ns(cpu, p, access, 0, cost) + self.ipc_extra_ns(cpu, access);
             self.start_segment(cpu, p, cost, true);
             return;
         }
@@ -1070,7 +1073,7 @@ impl Engine {
                     let cost = self.op_cost(&op, true);
                     let entry = self.sys.cost.syscall_ns;
                     let access = Self::pipe_access(&op);
-                    let cost = cost + self.pipe_mutex_ns(cpu, p, access, entry, cost - entry) + self.unix_sharing_ns(cpu, access);
+                    let cost = cost + self.pipe_mutex_ns(cpu, p, access, entry, cost - entry) + self.ipc_extra_ns(cpu, access);
                     let e = &mut self.exec[p];
                     e.op = Some(op);
                     e.first_attempt = true;
@@ -1253,12 +1256,17 @@ impl Engine {
         spin + transfer
     }
 
-    /// What an AF_UNIX send or receive pays beyond its one-CPU cache-hot cost:
+    /// What a pipe or AF_UNIX read or write pays beyond what op_cost() and the
+    /// pipe's line model charge. For a pipe, the cold footprint; for a socket,
+    /// what an AF_UNIX send or receive pays beyond its one-CPU cache-hot cost:
     /// when the other end last used the socket on another core (its lines and
     /// its skbs are in that core's cache), and when the data queued in all
     /// AF_UNIX sockets has pushed them out of the caches. Records this end's CPU.
-    fn unix_sharing_ns(&mut self, cpu: usize, access: Option<PipeAccess>) -> u64 {
+    fn ipc_extra_ns(&mut self, cpu: usize, access: Option<PipeAccess>) -> u64 {
         let Some(access) = access else { return 0 };
+        if let Some(Channel::Pipe(_)) = self.chans.get(access.chan()) {
+            return self.pipe_cold_ns(access);
+        }
         let Some(Channel::Unix(u)) = self.chans.get(access.chan()) else { return 0 };
         let c = &self.sys.cost;
         let (peer, extra, cold) = match access {
@@ -1283,6 +1291,20 @@ impl Engine {
             PipeAccess::Read { .. } => u.last_recv_cpu = Some(cpu),
         }
         ns
+    }
+
+    /// What a pipe read or write pays beyond its cache-hot cost when the pages
+    /// queued in all pipes have pushed the pipes out of the caches.
+    fn pipe_cold_ns(&self, access: PipeAccess) -> u64 {
+        let c = &self.sys.cost;
+        if c.pipe_cold_bytes == 0 {
+            return 0;
+        }
+        let full = match access {
+            PipeAccess::Write { .. } => c.pipe_write_cold_ns,
+            PipeAccess::Read { .. } => c.pipe_read_cold_ns,
+        };
+        (full as u128 * self.pipe_queued_bytes.min(c.pipe_cold_bytes) as u128 / c.pipe_cold_bytes as u128) as u64
     }
 
     /// The reuse model: what task `p`, switched in on `cpu`, pays to refill the part
@@ -1405,7 +1427,13 @@ impl Engine {
                 let left = bytes - self.exec[p].op_progress;
                 let mut wake = std::mem::take(&mut self.wake_buf);
                 let io = match self.chans.get_mut(chan) {
-                    Some(Channel::Pipe(pipe)) => pipe.write(p, cpu, left, !first, &mut wake),
+                    Some(Channel::Pipe(pipe)) => {
+                        let before = pipe.slots_used() as u64;
+                        let out = pipe.write(p, cpu, left, !first, &mut wake);
+                        self.pipe_queued_bytes = self.pipe_queued_bytes + pipe.slots_used() as u64 * crate::ipc::PAGE_SIZE
+                            - before * crate::ipc::PAGE_SIZE;
+                        out
+                    }
                     Some(Channel::Unix(u)) => {
                         let before = u.wmem_alloc;
                         let out = u.write(p, left, &mut wake);
@@ -1439,7 +1467,13 @@ impl Engine {
             Op::Read { chan, bytes } => {
                 let mut wake = std::mem::take(&mut self.wake_buf);
                 let io = match self.chans.get_mut(chan) {
-                    Some(Channel::Pipe(pipe)) => pipe.read(p, bytes, &mut wake),
+                    Some(Channel::Pipe(pipe)) => {
+                        let before = pipe.slots_used() as u64;
+                        let out = pipe.read(p, bytes, &mut wake);
+                        self.pipe_queued_bytes = self.pipe_queued_bytes + pipe.slots_used() as u64 * crate::ipc::PAGE_SIZE
+                            - before * crate::ipc::PAGE_SIZE;
+                        out
+                    }
                     Some(Channel::Unix(u)) => {
                         let before = u.wmem_alloc;
                         let out = u.read(p, bytes, &mut wake);

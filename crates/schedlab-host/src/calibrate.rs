@@ -115,6 +115,26 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         cold.recv_ns
     ));
 
+    // Pipes the same way: 100-byte writes merged into each pipe's pages until the
+    // pages of all of them pass the LLC, then the reads; less a few pipes' worth.
+    let pcold = pipe_cold_ns(host.llc_bytes, &plan)?;
+    let pipe_write_cold_ns = floor(pcold.cold_write_ns - pcold.hot_write_ns, 0);
+    let pipe_read_cold_ns = floor(pcold.cold_read_ns - pcold.hot_read_ns, 0);
+    let pipe_cold_bytes = (host.llc_bytes as u64).min(pcold.footprint_bytes);
+    notes.measured(format!(
+        "pipe_write_cold_ns = {pipe_write_cold_ns}, pipe_read_cold_ns = {pipe_read_cold_ns}, \
+         pipe_cold_bytes = {pipe_cold_bytes}: {} pipes each filled with 100-byte writes to their 16 \
+         pages (~{} MiB; LLC {} MiB), then drained, on one CPU; per call {:.0} / {:.0} ns - the \
+         same on {PIPE_HOT_PIPES} pipes {:.0} / {:.0} ns",
+        pcold.pipes,
+        pcold.footprint_bytes >> 20,
+        host.llc_bytes >> 20,
+        pcold.cold_write_ns,
+        pcold.cold_read_ns,
+        pcold.hot_write_ns,
+        pcold.hot_read_ns
+    ));
+
     // TCP over loopback, the same way: the send pays the loopback receive path too.
     let (send, recv) = tcp_send_recv_ns(&plan)?;
     let tcp_send_ns = floor(send - syscall - copy100_ns, 1);
@@ -432,6 +452,9 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         unix_send_cold_ns,
         unix_recv_cold_ns,
         unix_cold_bytes,
+        pipe_write_cold_ns,
+        pipe_read_cold_ns,
+        pipe_cold_bytes,
         tcp_send_ns,
         tcp_recv_ns,
         wakeup_ns,
@@ -958,6 +981,88 @@ fn unix_cold_ns(llc_bytes: usize, plan: &Plan) -> Result<UnixCold> {
         send_ns: median(sends).context("no cold send sample")?,
         recv_ns: median(recvs).context("no cold receive sample")?,
     })
+}
+
+struct PipeCold {
+    pipes: usize,
+    footprint_bytes: u64,
+    cold_write_ns: f64,
+    cold_read_ns: f64,
+    hot_write_ns: f64,
+    hot_read_ns: f64,
+}
+
+/// Pipes of the cache-hot reference measurement.
+const PIPE_HOT_PIPES: usize = 4;
+/// 100-byte writes that fill a default pipe's 16 pages (40 merged per page).
+const PIPE_FILL_WRITES: usize = 16 * 40;
+
+/// Per-call times of 100-byte writes filling `n` pipes round-robin, then of the
+/// reads draining them: the median of a few rounds.
+fn pipe_round_ns(n: usize, rounds: usize) -> Result<(f64, f64)> {
+    let mut pipes = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (r, w) = make_pipe()?;
+        for fd in [r.as_raw_fd(), w.as_raw_fd()] {
+            // SAFETY: fcntl on our own descriptors.
+            unsafe { libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK) };
+        }
+        pipes.push((r, w));
+    }
+    let (msg, mut buf) = ([0x5au8; 100], [0u8; 100]);
+    let (mut writes, mut reads) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (mut wrote, mut got) = (0usize, 0usize);
+        let t0 = now_ns();
+        for _ in 0..PIPE_FILL_WRITES {
+            for (_, w) in &pipes {
+                // SAFETY: writing from a 100-byte buffer.
+                if unsafe { libc::write(w.as_raw_fd(), msg.as_ptr().cast(), 100) } == 100 {
+                    wrote += 1;
+                }
+            }
+        }
+        let t1 = now_ns();
+        for _ in 0..PIPE_FILL_WRITES {
+            for (r, _) in &pipes {
+                // SAFETY: reading into a 100-byte buffer.
+                if unsafe { libc::read(r.as_raw_fd(), buf.as_mut_ptr().cast(), 100) } == 100 {
+                    got += 1;
+                }
+            }
+        }
+        let t2 = now_ns();
+        if wrote == 0 || got == 0 {
+            bail!("the pipe fill measurement moved no data");
+        }
+        writes.push((t1 - t0) as f64 / wrote as f64);
+        reads.push((t2 - t1) as f64 / got as f64);
+    }
+    Ok((median(writes).context("no pipe write sample")?, median(reads).context("no pipe read sample")?))
+}
+
+/// Cold pipe writes and reads: as many pipes as fill 1.5 x the LLC with pages,
+/// within the descriptor limit (raised to its hard limit for the measurement and
+/// put back after), against the same calls on a few pipes.
+fn pipe_cold_ns(llc_bytes: usize, plan: &Plan) -> Result<PipeCold> {
+    let per_pipe = 16 * 4096;
+    let want = (llc_bytes * 3 / 2).div_ceil(per_pipe).max(PIPE_HOT_PIPES * 4);
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills the struct.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    let saved = lim;
+    let raised = libc::rlimit { rlim_cur: lim.rlim_max.min(1 << 16), rlim_max: lim.rlim_max };
+    // SAFETY: raising the soft limit up to the hard one is always allowed.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) };
+    let room = (raised.rlim_cur as usize).saturating_sub(64) / 2;
+    let pipes = want.min(room).max(PIPE_HOT_PIPES);
+    let rounds = if plan.reps > 5 { 3 } else { 1 };
+    let cold = pipe_round_ns(pipes, rounds);
+    // SAFETY: restoring the limits we read.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &saved) };
+    let (cold_write_ns, cold_read_ns) = cold?;
+    let (hot_write_ns, hot_read_ns) = pipe_round_ns(PIPE_HOT_PIPES, rounds * 3)?;
+    Ok(PipeCold { pipes, footprint_bytes: (pipes * per_pipe) as u64, cold_write_ns, cold_read_ns, hot_write_ns, hot_read_ns })
 }
 
 /// Per-call times of 100-byte writes and reads on a loopback TCP connection
