@@ -553,29 +553,28 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
 
     // Real runs, one at a time.
     schedlab_host::signals::install();
-    let mut real_results: Vec<Vec<RealResult>> = Vec::new();
     let total = only.len() as u64 * runs;
     let mut done = 0;
-    let mut real_traces: Vec<Option<String>> = Vec::new();
-    for row in &only {
-        let argv = real_argv(&row.spec, cpus.as_deref())?;
-        let mut v = Vec::new();
-        let mut trace_text = None;
-        for k in 0..runs {
+    // Round-robin over the rows, one run of each per round: the host's own drift
+    // (these guests share their machines) then spreads over every row instead of
+    // landing on the rows that happen to run during a slow stretch.
+    let argvs: Vec<Vec<String>> = only.iter().map(|row| real_argv(&row.spec, cpus.as_deref())).collect::<Result<_, _>>()?;
+    let mut real_results: Vec<Vec<RealResult>> = only.iter().map(|_| Vec::new()).collect();
+    let mut real_traces: Vec<Option<String>> = only.iter().map(|_| None).collect();
+    let limit = Duration::from_secs(suite.timeout_s);
+    for k in 0..runs {
+        for (i, row) in only.iter().enumerate() {
             progress(&format!("real {}/{total}: {} (run {})", done + 1, row.name, k + 1));
-            let limit = Duration::from_secs(suite.timeout_s);
             let r = if k == 0 && a.trace.is_some() {
-                let (r, text) = traced_real_run(&argv, limit)?;
-                trace_text = Some(text);
+                let (r, text) = traced_real_run(&argvs[i], limit)?;
+                real_traces[i] = Some(text);
                 r
             } else {
-                real::run_supervised(&argv, limit).map_err(|e| Failure::Run(format!("{}: {e}", row.name)))?
+                real::run_supervised(&argvs[i], limit).map_err(|e| Failure::Run(format!("{}: {e}", row.name)))?
             };
-            v.push(r);
+            real_results[i].push(r);
             done += 1;
         }
-        real_results.push(v);
-        real_traces.push(trace_text);
     }
     progress_done();
 
