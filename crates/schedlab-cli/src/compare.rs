@@ -4,8 +4,6 @@
 //! Runs go to all cores; each run stays a single-threaded pure function.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use serde_json::json;
 
@@ -214,54 +212,39 @@ impl Comparison {
                 }
             }
         }
-        let total = jobs.len();
-        let next = AtomicUsize::new(0);
-        let done = AtomicUsize::new(0);
-        let results: Mutex<Vec<Option<Result<RunRow, Failure>>>> = Mutex::new((0..total).map(|_| None).collect());
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(total.max(1));
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= total {
-                        break;
-                    }
-                    let (_, _, policy, w, seed) = &jobs[i];
-                    let spec = RunSpec {
-                        topo: self.topo.clone(),
-                        machine: self.machine.clone(),
-                        policy: policy.clone(),
-                        sysctls: self.sysctls.clone(),
-                        workload: w.clone(),
-                        cfg: RunConfig {
-                            seed: *seed,
-                            hz: self.hz,
-                            check: false,
-                            preempt: self.preempt,
-                            autogroup: self.autogroup,
-                            ..RunConfig::default()
-                        },
-                    };
-                    let r = spec.engine().run();
-                    let out = check_result(&r, false).map(|_| RunRow::from_result(&r, w));
-                    results.lock().expect("no panics while holding the lock")[i] = Some(out);
-                    let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    if progress {
-                        let mut e = std::io::stderr().lock();
-                        let _ = write!(e, "\r[{:<40}] {d}/{total} runs", "#".repeat(d * 40 / total));
-                        let _ = e.flush();
-                    }
-                });
+        let run_one = |(_, _, policy, w, seed): &(usize, usize, String, Workload, u64)| {
+            let spec = RunSpec {
+                topo: self.topo.clone(),
+                machine: self.machine.clone(),
+                policy: policy.clone(),
+                sysctls: self.sysctls.clone(),
+                workload: w.clone(),
+                cfg: RunConfig {
+                    seed: *seed,
+                    hz: self.hz,
+                    check: false,
+                    preempt: self.preempt,
+                    autogroup: self.autogroup,
+                    ..RunConfig::default()
+                },
+            };
+            let r = spec.engine().run();
+            check_result(&r, false).map(|_| RunRow::from_result(&r, w))
+        };
+        let results = crate::parallel::map(&jobs, run_one, |d, total| {
+            if progress {
+                let mut e = std::io::stderr().lock();
+                let _ = write!(e, "\r[{:<40}] {d}/{total} runs", "#".repeat(d * 40 / total));
+                let _ = e.flush();
             }
         });
         if progress {
             eprintln!();
         }
-        let results = results.into_inner().expect("threads joined");
         let sides = self.policies().count();
         let mut per: Vec<Vec<Vec<RunRow>>> = (0..rows.len()).map(|_| vec![Vec::new(); sides]).collect();
         for ((ri, si, ..), r) in jobs.iter().zip(results) {
-            per[*ri][*si].push(r.expect("every job ran")?);
+            per[*ri][*si].push(r?);
         }
         Ok(rows
             .into_iter()

@@ -6,6 +6,7 @@ mod bench;
 mod cli;
 mod compare;
 mod machines;
+mod parallel;
 mod plotfile;
 mod report;
 mod reproduce;

@@ -12,8 +12,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -640,31 +638,18 @@ fn traced_real_run(argv: &[String], limit: Duration) -> Result<(RealResult, Stri
 /// Every row's simulated runs (seeds 1..=runs), on all cores.
 fn simulate(sim: &SimSide, rows: &[&SuiteRow], runs: u64) -> Result<Vec<Vec<RunResult>>, Failure> {
     let jobs: Vec<(usize, u64)> = (0..rows.len()).flat_map(|r| (1..=runs).map(move |s| (r, s))).collect();
-    let total = jobs.len();
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<RunResult, Failure>>>> = Mutex::new((0..total).map(|_| None).collect());
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(total.max(1));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= total {
-                    break;
-                }
-                let (ri, seed) = jobs[i];
-                let r = sim.spec(&rows[ri].workload, seed).engine().run();
-                let out = check_result(&r, false).map(|_| r);
-                results.lock().expect("no panics while holding the lock")[i] = Some(out);
-                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                progress(&format!("simulated {d}/{total}"));
-            });
-        }
-    });
+    let results = crate::parallel::map(
+        &jobs,
+        |&(ri, seed)| {
+            let r = sim.spec(&rows[ri].workload, seed).engine().run();
+            check_result(&r, false).map(|_| r)
+        },
+        |d, total| progress(&format!("simulated {d}/{total}")),
+    );
     progress_done();
     let mut per: Vec<Vec<RunResult>> = (0..rows.len()).map(|_| Vec::new()).collect();
-    for ((ri, _), r) in jobs.iter().zip(results.into_inner().expect("threads joined")) {
-        per[*ri].push(r.expect("every job ran")?);
+    for ((ri, _), r) in jobs.iter().zip(results) {
+        per[*ri].push(r?);
     }
     Ok(per)
 }

@@ -1,25 +1,11 @@
 //! The `schedlab` command end to end: outputs, traces, determinism, bad input.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("schedlab runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+use common::{effective_uid_is_root, schedlab, stderr, stdout, tmp};
 
 const SMALL: &[&str] = &["run", "--workload", "hackbench groups=1 loops=20", "--check"];
 
@@ -404,11 +390,4 @@ fn record_writes_a_parsable_trace_and_leaves_no_instance() {
         let ours = std::fs::read_dir(dir).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("schedlab-"));
         assert!(!ours, "a schedlab tracefs instance was left behind");
     }
-}
-
-fn effective_uid_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
-        .unwrap_or(false)
 }

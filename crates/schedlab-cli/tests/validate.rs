@@ -2,33 +2,19 @@
 //! on: the table's columns (not its errors, which depend on the machine), bad
 //! input, and no process left behind.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use common::{effective_uid_is_root, schedlab, stderr, stdout, tmp};
 
 /// Real runs measure the machine: one test at a time.
 static REAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     REAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("schedlab runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-validate-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 const TINY_SUITE: &str = r#"
@@ -285,10 +271,7 @@ fn builtin_hackbench_agrees_with_perf_bench_messaging() {
 fn without_counter_permission_validate_refuses_and_real_falls_back() {
     let paranoid: i32 =
         std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(-1);
-    let root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
-        .unwrap_or(false);
+    let root = effective_uid_is_root();
     let setpriv = Command::new("setpriv").arg("--help").output().is_ok_and(|o| o.status.success());
     if !(root && setpriv && paranoid >= 2) {
         eprintln!("needs root, setpriv and perf_event_paranoid >= 2: skipped");
