@@ -261,7 +261,8 @@ pub struct ValidateArgs {
     /// With no --machine: calibrate in quick mode.
     #[arg(long)]
     pub quick_calibrate: bool,
-    /// Simulated policy (default: the model of the host kernel's release).
+    /// Simulated policy (default: the model of the host kernel's release, with
+    /// +HOST_VCPU_PACK on a 6.18 host booted with sched_vcpu_pack=).
     #[arg(long)]
     pub policy: Option<String>,
     /// Simulated preemption model (default: the host kernel's).
@@ -270,6 +271,7 @@ pub struct ValidateArgs {
     /// Simulated autogroup on|off (default: the host's).
     #[arg(long)]
     pub autogroup: Option<String>,
+    /// CONFIG_HZ of the simulated kernel (this project's hosts run HZ=250).
     #[arg(long, default_value_t = 250)]
     pub hz: u64,
     /// Run the real side on these CPUs only, and simulate the host topology's part on them.
