@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use schedlab_core::error::SpecError;
 use schedlab_core::task::{Task, TaskId};
-use schedlab_core::trace::{TraceKind, TraceRecord, TraceSink};
+use schedlab_core::trace::{TraceContext, TraceKind, TraceRecord, TraceSink};
 use schedlab_trace::{Event, Line};
 
 struct Writer {
@@ -114,28 +114,34 @@ pub fn to_line(rec: &TraceRecord, tasks: &[Task]) -> Line {
         None => ("<idle>".to_string(), 0),
     };
     let task = |p: TaskId| (tasks[p].comm.clone(), tasks[p].pid, tasks[p].prio());
+    // irqs off, preempt depth 2 (the runqueue lock), and the interrupt context.
+    let sched_flags = match rec.context {
+        TraceContext::Task => "d..2.",
+        TraceContext::SoftIrq => "d.s2.",
+        TraceContext::HardIrq => "d.h2.",
+    };
     let (flags, event) = match rec.kind {
         TraceKind::Switch { prev, prev_state, next } => {
             let (prev_comm, prev_pid, prev_prio) = comm_pid_prio(tasks, prev, rec.cpu);
             let (next_comm, next_pid, next_prio) = comm_pid_prio(tasks, next, rec.cpu);
             let prev_state = prev_state.letters().to_string();
-            ("d..2.", Event::Switch { prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio })
+            (sched_flags, Event::Switch { prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio })
         }
         TraceKind::Waking { p, target_cpu } => {
             let (comm, pid, prio) = task(p);
-            ("d..2.", Event::Waking { comm, pid, prio, target_cpu: target_cpu as u32 })
+            (sched_flags, Event::Waking { comm, pid, prio, target_cpu: target_cpu as u32 })
         }
         TraceKind::Wakeup { p, target_cpu } => {
             let (comm, pid, prio) = task(p);
-            ("d..2.", Event::Wakeup { comm, pid, prio, target_cpu: target_cpu as u32 })
+            (sched_flags, Event::Wakeup { comm, pid, prio, target_cpu: target_cpu as u32 })
         }
         TraceKind::WakeupNew { p, target_cpu } => {
             let (comm, pid, prio) = task(p);
-            ("d..2.", Event::WakeupNew { comm, pid, prio, target_cpu: target_cpu as u32 })
+            (sched_flags, Event::WakeupNew { comm, pid, prio, target_cpu: target_cpu as u32 })
         }
         TraceKind::Migrate { p, orig_cpu, dest_cpu } => {
             let (comm, pid, prio) = task(p);
-            ("d..2.", Event::MigrateTask { comm, pid, prio, orig_cpu: orig_cpu as u32, dest_cpu: dest_cpu as u32 })
+            (sched_flags, Event::MigrateTask { comm, pid, prio, orig_cpu: orig_cpu as u32, dest_cpu: dest_cpu as u32 })
         }
         TraceKind::Fork { parent, child } => {
             let (comm, pid, _) = task(parent);

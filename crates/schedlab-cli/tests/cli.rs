@@ -391,3 +391,21 @@ fn record_writes_a_parsable_trace_and_leaves_no_instance() {
         assert!(!ours, "a schedlab tracefs instance was left behind");
     }
 }
+
+/// The simulated trace marks where an event fired as ftrace's irq-info column
+/// does: the tick's balancing in softirq context, a timer's wakeup in hardirq
+/// context, switches and the rest in task context; the parser reads them back.
+#[test]
+fn trace_marks_softirq_balancing_and_hardirq_timer_wakeups() {
+    let out = tmp("contexts.trace");
+    let w = "schbench threads=1 workers=8 runtime_ms=200 warmup_ms=0 sleep_us=10 work_us=2000";
+    let o =
+        schedlab(&["run", "--topology", "1x1x4x1", "--policy", "cfs@5.15", "--workload", w, "--trace", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = schedlab_trace::parse_trace(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let count = |name: &str, flags: &str| lines.iter().filter(|l| l.event.name() == name && l.flags == flags).count();
+    assert!(count("sched_migrate_task", "d.s2.") > 0, "no balancing migration in softirq context");
+    assert!(count("sched_wakeup", "d.h2.") > 0, "no timer wakeup in hardirq context");
+    assert!(count("sched_switch", "d..2.") > 0);
+    assert_eq!(lines.iter().filter(|l| l.event.name() == "sched_switch" && l.flags != "d..2.").count(), 0);
+}

@@ -27,7 +27,7 @@ use crate::sched::{
 use crate::stats::{latency_histogram, CpuStats};
 use crate::task::{nice_to_weight, Task, TaskId, TaskState};
 use crate::topology::{Distance, Topology};
-use crate::trace::{PrevState, TraceKind, TraceRecord, TraceSink};
+use crate::trace::{PrevState, TraceContext, TraceKind, TraceRecord, TraceSink};
 
 /// The workload's main program, first moved into its session's autogroup
 /// (`sched_autogroup_create_attach()` at `setsid()`; the group's weight is
@@ -307,6 +307,8 @@ pub struct Engine {
     pipe_queued_bytes: u64,
     /// During a wakeup: the waker's remote enqueue, which its IPI follows.
     wake_enqueue_ns: u64,
+    /// The context trace records are emitted in (the tick's balancing, a timer).
+    trace_context: TraceContext,
     /// Futex words and their waiters, by key (BTreeMap: no hash-order effects).
     futexes: BTreeMap<u64, (u64, WaitQueue)>,
     marks: Vec<(u32, u64)>,
@@ -362,6 +364,7 @@ impl Engine {
             unix_queued_bytes: 0,
             pipe_queued_bytes: 0,
             wake_enqueue_ns: 0,
+            trace_context: TraceContext::Task,
             futexes: BTreeMap::new(),
             marks: Vec::new(),
             latency: latency_histogram(),
@@ -444,12 +447,18 @@ impl Engine {
                 }
                 EventKind::Resched { cpu } => self.resched_arrives(cpu as usize),
                 EventKind::IdlePoll { cpu } => self.idle_poll(cpu as usize),
-                EventKind::Jiffy => self.jiffy(),
+                EventKind::Jiffy => {
+                    self.trace_context = TraceContext::SoftIrq;
+                    self.jiffy();
+                    self.trace_context = TraceContext::Task;
+                }
                 EventKind::Timer { task, gen } => {
                     let p = task as usize;
                     if self.exec[p].timer_gen == gen {
                         self.exec[p].timer_fired = true;
+                        self.trace_context = TraceContext::HardIrq;
                         self.try_to_wake_up(p, None, false);
+                        self.trace_context = TraceContext::Task;
                     }
                 }
             }
@@ -1730,7 +1739,9 @@ impl Engine {
 
     fn emit(&mut self, cpu: usize, kind: TraceKind) {
         if let Some(sink) = self.trace.as_mut() {
-            let rec = TraceRecord { time_ns: self.sys.now_ns, cpu, current: self.sys.curr[cpu], kind };
+            // A switch happens in task context even when an interrupt asked for it.
+            let context = if matches!(kind, TraceKind::Switch { .. }) { TraceContext::Task } else { self.trace_context };
+            let rec = TraceRecord { time_ns: self.sys.now_ns, cpu, current: self.sys.curr[cpu], context, kind };
             sink.record(&rec, &self.sys.tasks);
         }
     }

@@ -49,6 +49,18 @@ pub enum TraceKind {
     Exit { p: TaskId },
 }
 
+/// Where a tracepoint fired, as ftrace's irq-info column shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TraceContext {
+    /// Task context (a system call, schedule(), newidle balancing).
+    #[default]
+    Task,
+    /// Softirq: the periodic and idle load balance of the tick (SCHED_SOFTIRQ).
+    SoftIrq,
+    /// Hardirq: a timer's wakeup.
+    HardIrq,
+}
+
 /// A tracepoint hit with its context: when, on which CPU, in which task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceRecord {
@@ -56,6 +68,7 @@ pub struct TraceRecord {
     pub cpu: usize,
     /// The task running on `cpu` when the event fired (None = idle task).
     pub current: Option<TaskId>,
+    pub context: TraceContext,
     pub kind: TraceKind,
 }
 
