@@ -507,9 +507,10 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
             })?;
             // The vendor placement option of this project's hosts, modelled as the
             // switch inferred from their traces (docs/validate.md).
+            let stable = schedlab_host::kernel::stable_switches(&release, model);
             match schedlab_host::kernel::vcpu_pack_option() {
-                Some(_) if model == "eevdf@6.18" => format!("{model}+HOST_VCPU_PACK"),
-                _ => model.to_string(),
+                Some(_) if model == "eevdf@6.18" => format!("{model}{stable}+HOST_VCPU_PACK"),
+                _ => format!("{model}{stable}"),
             }
         }
     };
