@@ -1302,6 +1302,24 @@ impl Engine {
         ns
     }
 
+    /// The bytes `ch` holds towards the cache footprint of queued data: (AF_UNIX
+    /// skb truesize, pipe pages). TCP's are not counted.
+    fn queued_footprint(ch: &Channel) -> (u64, u64) {
+        match ch {
+            Channel::Unix(u) => (u.wmem_alloc, 0),
+            Channel::Pipe(pipe) => (0, pipe.slots_used() as u64 * crate::ipc::PAGE_SIZE),
+            Channel::Tcp(_) => (0, 0),
+        }
+    }
+
+    /// Moves the machine-wide footprints by what a read or write on `chan` changed.
+    fn account_footprint(&mut self, chan: crate::program::ChanId, before: Option<(u64, u64)>) {
+        let (Some((u0, p0)), Some(ch)) = (before, self.chans.get(chan)) else { return };
+        let (u1, p1) = Self::queued_footprint(ch);
+        self.unix_queued_bytes = self.unix_queued_bytes + u1 - u0;
+        self.pipe_queued_bytes = self.pipe_queued_bytes + p1 - p0;
+    }
+
     /// What a pipe read or write pays beyond its cache-hot cost when the pages
     /// queued in all pipes have pushed the pipes out of the caches.
     fn pipe_cold_ns(&self, access: PipeAccess) -> u64 {
@@ -1435,26 +1453,16 @@ impl Engine {
             Op::Write { chan, bytes } => {
                 let left = bytes - self.exec[p].op_progress;
                 let mut wake = std::mem::take(&mut self.wake_buf);
+                let before = self.chans.get(chan).map(Self::queued_footprint);
                 let io = match self.chans.get_mut(chan) {
-                    Some(Channel::Pipe(pipe)) => {
-                        let before = pipe.slots_used() as u64;
-                        let out = pipe.write(p, cpu, left, !first, &mut wake);
-                        self.pipe_queued_bytes = self.pipe_queued_bytes + pipe.slots_used() as u64 * crate::ipc::PAGE_SIZE
-                            - before * crate::ipc::PAGE_SIZE;
-                        out
-                    }
-                    Some(Channel::Unix(u)) => {
-                        let before = u.wmem_alloc;
-                        let out = u.write(p, left, &mut wake);
-                        self.unix_queued_bytes = self.unix_queued_bytes + u.wmem_alloc - before;
-                        out
-                    }
-                    Some(Channel::Tcp(u)) => u.write(p, left, &mut wake),
+                    Some(Channel::Pipe(pipe)) => pipe.write(p, cpu, left, !first, &mut wake),
+                    Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.write(p, left, &mut wake),
                     None => {
                         self.violation(format!("task {p} wrote to unknown channel {chan}"));
                         IoOutcome::Done(left)
                     }
                 };
+                self.account_footprint(chan, before);
                 self.wake_all(&mut wake, cpu);
                 self.wake_buf = wake;
                 match io {
@@ -1475,26 +1483,16 @@ impl Engine {
             }
             Op::Read { chan, bytes } => {
                 let mut wake = std::mem::take(&mut self.wake_buf);
+                let before = self.chans.get(chan).map(Self::queued_footprint);
                 let io = match self.chans.get_mut(chan) {
-                    Some(Channel::Pipe(pipe)) => {
-                        let before = pipe.slots_used() as u64;
-                        let out = pipe.read(p, bytes, &mut wake);
-                        self.pipe_queued_bytes = self.pipe_queued_bytes + pipe.slots_used() as u64 * crate::ipc::PAGE_SIZE
-                            - before * crate::ipc::PAGE_SIZE;
-                        out
-                    }
-                    Some(Channel::Unix(u)) => {
-                        let before = u.wmem_alloc;
-                        let out = u.read(p, bytes, &mut wake);
-                        self.unix_queued_bytes = self.unix_queued_bytes + u.wmem_alloc - before;
-                        out
-                    }
-                    Some(Channel::Tcp(u)) => u.read(p, bytes, &mut wake),
+                    Some(Channel::Pipe(pipe)) => pipe.read(p, bytes, &mut wake),
+                    Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.read(p, bytes, &mut wake),
                     None => {
                         self.violation(format!("task {p} read from unknown channel {chan}"));
                         IoOutcome::Done(0)
                     }
                 };
+                self.account_footprint(chan, before);
                 self.wake_all(&mut wake, cpu);
                 self.wake_buf = wake;
                 match io {
