@@ -17,12 +17,14 @@
 //! child is killed and reaped before `calibrate` returns, on success or error.
 
 use std::hint::black_box;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 
 use anyhow::{anyhow, bail, Context, Result};
+
+use crate::sys::{cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, write_all};
 use schedlab_core::cost::{MachineProfile, MigrationCost, SchedOpCost};
 
 /// What `schedlab calibrate` was asked for.
@@ -599,14 +601,6 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     Some(if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 })
 }
 
-/// CLOCK_MONOTONIC in nanoseconds; comparable across threads and processes.
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Cost of one `now_ns()` call, subtracted from individually timed calls.
 fn timer_overhead_ns() -> f64 {
     let samples = (0..1_000)
@@ -647,28 +641,6 @@ fn os_err(what: &str) -> anyhow::Error {
 }
 
 // --- CPUs and topology -------------------------------------------------------------
-
-fn cpu_set_of(cpus: &[usize]) -> Result<libc::cpu_set_t> {
-    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus {
-        if cpu >= libc::CPU_SETSIZE as usize {
-            bail!("CPU {cpu} is beyond CPU_SETSIZE");
-        }
-        // SAFETY: cpu < CPU_SETSIZE was checked, so the bit is inside the set.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
-    Ok(set)
-}
-
-fn set_affinity(set: &libc::cpu_set_t) -> Result<()> {
-    // SAFETY: pid 0 is the calling thread; set is a valid cpu_set_t of the given size.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
-    if rc != 0 {
-        return Err(os_err("sched_setaffinity"));
-    }
-    Ok(())
-}
 
 /// Moves the calling thread to `cpu`; returns once it runs there.
 fn pin_current_thread(cpu: usize) -> Result<()> {
@@ -856,55 +828,16 @@ struct Pipe {
     sink: Vec<u8>,
 }
 
-fn make_pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: fds is a valid 2-element array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(os_err("pipe2"));
-    }
-    // SAFETY: pipe2 returned two fresh descriptors that nothing else owns.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-fn write_all(fd: RawFd, buf: &[u8]) -> Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: the pointer and length describe the unwritten rest of buf.
-        let n = unsafe { libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done) };
-        if n <= 0 {
-            return Err(os_err("write"));
-        }
-        done += n as usize;
-    }
-    Ok(())
-}
-
-fn read_exact(fd: RawFd, buf: &mut [u8]) -> Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: the pointer and length describe the unfilled rest of buf.
-        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
-        if n < 0 {
-            return Err(os_err("read"));
-        }
-        if n == 0 {
-            bail!("read: unexpected end of file");
-        }
-        done += n as usize;
-    }
-    Ok(())
-}
-
 impl Pipe {
     fn new() -> Result<Self> {
-        let (read, write) = make_pipe()?;
+        let (read, write) = pipe()?;
         Ok(Pipe { read, write, data: vec![0x5a; 64 * 1024], sink: vec![0; 64 * 1024] })
     }
 
     /// Writes `len` bytes into the pipe and reads them back (len fits the pipe).
     fn write_read(&mut self, len: usize) -> Result<()> {
         write_all(self.write.as_raw_fd(), &self.data[..len])?;
-        read_exact(self.read.as_raw_fd(), &mut self.sink[..len])
+        Ok(read_exact(self.read.as_raw_fd(), &mut self.sink[..len])?)
     }
 }
 
@@ -1002,7 +935,7 @@ const PIPE_FILL_WRITES: usize = 16 * 40;
 fn pipe_round_ns(n: usize, rounds: usize) -> Result<(f64, f64)> {
     let mut pipes = Vec::with_capacity(n);
     for _ in 0..n {
-        let (r, w) = make_pipe()?;
+        let (r, w) = pipe()?;
         for fd in [r.as_raw_fd(), w.as_raw_fd()] {
             // SAFETY: fcntl on our own descriptors.
             unsafe { libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK) };
@@ -1172,8 +1105,8 @@ struct EchoChild {
 
 impl EchoChild {
     fn spawn(cpu: usize) -> Result<EchoChild> {
-        let (p2c_read, p2c_write) = make_pipe()?;
-        let (c2p_read, c2p_write) = make_pipe()?;
+        let (p2c_read, p2c_write) = pipe()?;
+        let (c2p_read, c2p_write) = pipe()?;
         // Prepared before fork: the child may only make raw system calls.
         let set = cpu_set_of(&[cpu])?;
         let (input, output) = (p2c_read.as_raw_fd(), c2p_write.as_raw_fd());
@@ -1203,7 +1136,7 @@ impl EchoChild {
     fn round_trip(&self) -> Result<()> {
         write_all(self.to_child.as_raw_fd(), b"x")?;
         let mut b = [0u8; 1];
-        read_exact(self.from_child.as_raw_fd(), &mut b)
+        Ok(read_exact(self.from_child.as_raw_fd(), &mut b)?)
     }
 }
 
@@ -1291,39 +1224,6 @@ fn thread_spawn_ns(iters: usize) -> Result<f64> {
 // --- Futex wakeups -------------------------------------------------------------------
 
 // From include/uapi/linux/futex.h.
-const FUTEX_WAIT_PRIVATE: libc::c_int = 128;
-const FUTEX_WAKE_PRIVATE: libc::c_int = 129;
-
-/// Sleeps while `word == expected`, at most `timeout_ns`. Callers re-check the word,
-/// so every outcome (woken, value changed, timeout, signal) is fine.
-fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: word is a live, aligned u32; ts outlives the call.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            FUTEX_WAIT_PRIVATE,
-            expected,
-            &ts as *const libc::timespec,
-            std::ptr::null::<u32>(),
-            0,
-        )
-    };
-}
-
-/// Wakes up to `n` waiters; returns how many were woken.
-fn futex_wake(word: &AtomicU32, n: i32) -> Result<i64> {
-    // SAFETY: word is a live, aligned u32.
-    let r = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), FUTEX_WAKE_PRIVATE, n) };
-    if r < 0 {
-        return Err(os_err("futex(FUTEX_WAKE)"));
-    }
-    Ok(r)
-}
 
 /// Makes the calling thread as unimportant as allowed: SCHED_IDLE (a policy an
 /// unprivileged thread may move itself to), else nice 19. Either way a normal thread
@@ -1465,7 +1365,7 @@ fn run_wake_bench(cfg: &WakeConfig, timer_ns: f64) -> Result<WakeSamples> {
                     if shared.word.load(Ordering::Acquire) != seen {
                         break;
                     }
-                    futex_wait(&shared.word, seen, 100_000_000);
+                    futex_wait(&shared.word, seen, Some(100_000_000));
                 }
                 shared.woke_at_ns.store(now_ns(), Ordering::Release);
                 seen = shared.word.load(Ordering::Acquire);
@@ -1501,13 +1401,6 @@ fn wait_until(mut cond: impl FnMut() -> bool, what: &str) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn spin_for(ns: u64) {
-    let start = now_ns();
-    while now_ns().saturating_sub(start) < ns {
-        std::hint::spin_loop();
-    }
 }
 
 fn drive_wakes(cfg: &WakeConfig, shared: &WakeShared, timer_ns: f64) -> Result<WakeSamples> {
@@ -1583,7 +1476,7 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
     // the busy-CPU wake is compared with.
     pin_current_thread(cpu_a)?;
     let word = AtomicU32::new(0);
-    let wake_noop_ns = time_per_op(plan.reps, plan.syscall_iters / 4, || futex_wake(&word, 1).map(drop))?;
+    let wake_noop_ns = time_per_op(plan.reps, plan.syscall_iters / 4, || Ok(futex_wake(&word, 1).map(drop)?))?;
 
     let membarrier_ns = membarrier_round_trip_ns(cpu_a, cpu_b, plan)?;
     let ipi_receive_ns = ipi_receive_ns(cpu_a, cpu_b, plan)?;

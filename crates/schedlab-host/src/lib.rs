@@ -16,6 +16,7 @@ pub mod real;
 pub mod record;
 pub mod run;
 pub mod signals;
+mod sys;
 pub mod tracefs;
 
 /// A host failure: what was attempted and the operating system's reason.

@@ -13,7 +13,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use schedlab_core::program::ForkKind;
 use schedlab_workloads::hackbench::{Hackbench, Ipc};
 
-use super::sys::{fdpair, fork_worker, now_ns, poll_in, read_exact, reap_any, write_all, THREAD_STACK_BYTES};
+use super::sys::{fdpair, fork_worker, poll_in, reap_any, THREAD_STACK_BYTES};
+use crate::sys::{now_ns, read_exact, write_all};
 use crate::HostError;
 
 #[derive(Clone, Copy)]
@@ -25,7 +26,7 @@ struct Start {
 impl Start {
     /// perf's ready(): tell the main task, then wait for the start byte.
     fn ready(self) -> bool {
-        write_all(self.ready_out, b"R") && poll_in(self.wake_in)
+        write_all(self.ready_out, b"R").is_ok() && poll_in(self.wake_in)
     }
 }
 
@@ -36,7 +37,7 @@ fn sender(start: Start, outs: &[RawFd], loops: u64, datasize: usize) -> bool {
     let data = vec![b'S'; datasize];
     for _ in 0..loops {
         for &fd in outs {
-            if !write_all(fd, &data) {
+            if write_all(fd, &data).is_err() {
                 return false;
             }
         }
@@ -49,7 +50,7 @@ fn receiver(start: Start, fd: RawFd, packets: u64, datasize: usize) -> bool {
         return false;
     }
     let mut data = vec![0u8; datasize];
-    (0..packets).all(|_| read_exact(fd, &mut data))
+    (0..packets).all(|_| read_exact(fd, &mut data).is_ok())
 }
 
 enum Worker {
@@ -108,13 +109,13 @@ pub fn run(h: &Hackbench) -> Result<u64, HostError> {
     }
     let mut byte = [0u8; 1];
     for _ in 0..workers.len() {
-        if !read_exact(ready_in.as_raw_fd(), &mut byte) {
-            return Err(super::sys::os_err("reading the ready pipe"));
+        if let Err(e) = read_exact(ready_in.as_raw_fd(), &mut byte) {
+            return Err(HostError::new("reading the ready pipe", e));
         }
     }
     let t0 = now_ns();
-    if !write_all(wake_out.as_raw_fd(), b"W") {
-        return Err(super::sys::os_err("writing the wake byte"));
+    if let Err(e) = write_all(wake_out.as_raw_fd(), b"W") {
+        return Err(HostError::new("writing the wake byte", e));
     }
     let mut failed = false;
     for w in workers {

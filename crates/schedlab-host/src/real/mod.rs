@@ -89,20 +89,8 @@ pub fn check_runnable(w: &Workload) -> Result<(), HostError> {
 
 /// Restricts the calling thread (and so everything it creates) to `cpus`.
 pub fn set_cpus(cpus: &[usize]) -> Result<(), HostError> {
-    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET bounds-checks nothing, so check.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        if c >= libc::CPU_SETSIZE as usize {
-            return Err(HostError::new(format!("CPU {c}"), "beyond CPU_SETSIZE"));
-        }
-        // SAFETY: c is within the set.
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    // SAFETY: pid 0 = this thread, a valid set.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } < 0 {
-        return Err(HostError::new(format!("sched_setaffinity({cpus:?})"), std::io::Error::last_os_error()));
-    }
-    Ok(())
+    let set = crate::sys::cpu_set_of(cpus).map_err(|e| HostError::new(format!("CPUs {cpus:?}"), e))?;
+    crate::sys::set_affinity(&set).map_err(|e| HostError::new(format!("CPUs {cpus:?}"), e))
 }
 
 /// Runs `w` in this process, counting the whole tree it creates. In process mode

@@ -10,19 +10,20 @@ use std::os::fd::{AsRawFd, RawFd};
 use schedlab_core::program::ForkKind;
 use schedlab_workloads::pipe::PipeBench;
 
-use super::sys::{fdpair, fork_worker, now_ns, read_exact, reap_any, write_all, THREAD_STACK_BYTES};
+use super::sys::{fdpair, fork_worker, reap_any, THREAD_STACK_BYTES};
+use crate::sys::{now_ns, read_exact, write_all};
 use crate::HostError;
 
 fn worker(read_first: bool, rd: RawFd, wr: RawFd, loops: u64) -> bool {
     let mut m = [0u8; 4];
     for _ in 0..loops {
-        if read_first && !read_exact(rd, &mut m) {
+        if read_first && read_exact(rd, &mut m).is_err() {
             return false;
         }
-        if !write_all(wr, &m) {
+        if write_all(wr, &m).is_err() {
             return false;
         }
-        if !read_first && !read_exact(rd, &mut m) {
+        if !read_first && read_exact(rd, &mut m).is_err() {
             return false;
         }
     }

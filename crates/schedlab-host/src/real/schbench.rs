@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use schedlab_workloads::schbench::Schbench;
 
-use super::sys::{futex_wait, futex_wake, now_ns, THREAD_STACK_BYTES};
+use super::sys::THREAD_STACK_BYTES;
+use crate::sys::{futex_wait, futex_wake, now_ns, spin_for};
 use crate::HostError;
 
 const BLOCKED: u32 = 1;
@@ -38,13 +39,6 @@ pub struct SchbenchSamples {
     pub window_ns: u64,
 }
 
-fn spin_for(ns: u64) {
-    let end = now_ns() + ns;
-    while now_ns() < end {
-        std::hint::spin_loop();
-    }
-}
-
 fn worker(s: &Shared, id: usize, msg: usize, sleep_us: u64, work_ns: u64) -> (Vec<u64>, Vec<u64>) {
     let (mut wake, mut req) = (Vec::new(), Vec::new());
     loop {
@@ -55,9 +49,9 @@ fn worker(s: &Shared, id: usize, msg: usize, sleep_us: u64, work_ns: u64) -> (Ve
         s.wake_time[id].store(now_ns(), Ordering::SeqCst);
         s.posted[msg].lock().expect("posted list").push(id);
         s.msg_word[msg].store(RUNNING, Ordering::SeqCst);
-        futex_wake(&s.msg_word[msg], 1);
+        let _ = futex_wake(&s.msg_word[msg], 1);
         while s.worker_word[id].load(Ordering::SeqCst) == BLOCKED {
-            futex_wait(&s.worker_word[id], BLOCKED);
+            futex_wait(&s.worker_word[id], BLOCKED, None);
         }
         let woke = now_ns();
         if s.stop.load(Ordering::SeqCst) {
@@ -87,7 +81,7 @@ fn message_thread(s: &Shared, id: usize) {
             // Blocked first, then look again, so that a post in between is not lost.
             s.msg_word[id].store(BLOCKED, Ordering::SeqCst);
             if s.posted[id].lock().expect("posted list").is_empty() && !s.stop_msgs.load(Ordering::SeqCst) {
-                futex_wait(&s.msg_word[id], BLOCKED);
+                futex_wait(&s.msg_word[id], BLOCKED, None);
             }
             continue;
         }
@@ -95,7 +89,7 @@ fn message_thread(s: &Shared, id: usize) {
         for w in batch {
             s.wake_time[w].store(now, Ordering::SeqCst);
             s.worker_word[w].store(RUNNING, Ordering::SeqCst);
-            futex_wake(&s.worker_word[w], 1);
+            let _ = futex_wake(&s.worker_word[w], 1);
         }
     }
 }
@@ -142,7 +136,7 @@ pub fn run(b: &Schbench) -> Result<SchbenchSamples, HostError> {
     s.stop.store(true, Ordering::SeqCst);
     for w in &s.worker_word {
         w.store(RUNNING, Ordering::SeqCst);
-        futex_wake(w, 1);
+        let _ = futex_wake(w, 1);
     }
     let (mut wakeup_ns, mut request_ns) = (Vec::new(), Vec::new());
     for h in workers {
@@ -153,7 +147,7 @@ pub fn run(b: &Schbench) -> Result<SchbenchSamples, HostError> {
     s.stop_msgs.store(true, Ordering::SeqCst);
     for w in &s.msg_word {
         w.store(RUNNING, Ordering::SeqCst);
-        futex_wake(w, 1);
+        let _ = futex_wake(w, 1);
     }
     for h in msgs {
         h.join().map_err(|_| HostError::new("a schbench message thread", "panicked"))?;

@@ -1,0 +1,134 @@
+//! The system calls both calibrate and the real workloads make, each error
+//! naming the call it came from. A short write or read is continued, an
+//! interrupted one retried.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::AtomicU32;
+
+/// The last OS error, prefixed with the call that failed.
+pub fn last_err(call: &str) -> io::Error {
+    let e = io::Error::last_os_error();
+    io::Error::new(e.kind(), format!("{call}: {e}"))
+}
+
+fn interrupted() -> bool {
+    io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+}
+
+/// CLOCK_MONOTONIC in ns.
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Busy for `ns`, reading the clock.
+pub fn spin_for(ns: u64) {
+    let start = now_ns();
+    while now_ns().saturating_sub(start) < ns {
+        std::hint::spin_loop();
+    }
+}
+
+/// pipe2(O_CLOEXEC): (read end, write end).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: fds is a valid 2-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(last_err("pipe2"));
+    }
+    // SAFETY: pipe2 returned two fresh descriptors that nothing else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC).
+pub fn unix_stream_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: fds is a valid 2-element array.
+    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(last_err("socketpair(AF_UNIX, SOCK_STREAM)"));
+    }
+    // SAFETY: two fresh descriptors that nothing else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Writes all of `buf`.
+pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the pointer and length describe the unwritten rest of buf.
+        let n = unsafe { libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done) };
+        if n < 0 && interrupted() {
+            continue;
+        }
+        if n <= 0 {
+            return Err(last_err("write"));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// Reads exactly `buf.len()` bytes; end of file first is an error.
+pub fn read_exact(fd: RawFd, buf: &mut [u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the pointer and length describe the unfilled rest of buf.
+        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
+        if n < 0 && interrupted() {
+            continue;
+        }
+        if n < 0 {
+            return Err(last_err("read"));
+        }
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read: unexpected end of file"));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// FUTEX_WAIT_PRIVATE while `word` holds `expected`, at most `timeout_ns` if given.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: Option<u64>) {
+    let ts = timeout_ns
+        .map(|ns| libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long });
+    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: word is a live, aligned u32; ts outlives the call.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, expected, ts_ptr) };
+}
+
+/// FUTEX_WAKE_PRIVATE of up to `n` waiters; how many were woken.
+pub fn futex_wake(word: &AtomicU32, n: i32) -> io::Result<i64> {
+    // SAFETY: word is a live, aligned u32.
+    let r = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, n) };
+    if r < 0 {
+        return Err(last_err("futex(FUTEX_WAKE)"));
+    }
+    Ok(r)
+}
+
+/// The CPU set of `cpus`.
+pub fn cpu_set_of(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU {cpu} is beyond CPU_SETSIZE")));
+        }
+        // SAFETY: cpu < CPU_SETSIZE was checked, so the bit is inside the set.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    Ok(set)
+}
+
+/// sched_setaffinity() of the calling thread (and what it creates from now on).
+pub fn set_affinity(set: &libc::cpu_set_t) -> io::Result<()> {
+    // SAFETY: pid 0 is the calling thread; set is a valid cpu_set_t of the given size.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } != 0 {
+        return Err(last_err("sched_setaffinity"));
+    }
+    Ok(())
+}
