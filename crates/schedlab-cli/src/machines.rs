@@ -15,16 +15,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
 
 /// A shipped profile by name, or a `.toml` file by path.
 pub fn load(name_or_path: &str) -> Result<MachineProfile, SpecError> {
-    if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
-        return MachineProfile::from_toml(text, name);
-    }
-    if name_or_path.ends_with(".toml") {
-        let text = std::fs::read_to_string(name_or_path)
-            .map_err(|e| SpecError::new("machine profile file", name_or_path, format!("a readable TOML file ({e})")))?;
-        return MachineProfile::from_toml(&text, name_or_path);
-    }
-    let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
-    Err(SpecError::new("machine", name_or_path, format!("one of {} or a path ending in .toml", names.join(", "))))
+    let (text, origin) = crate::shipped::text("machine", BUILTIN, name_or_path)?;
+    MachineProfile::from_toml(&text, &origin)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod parallel;
 mod plotfile;
 mod report;
 mod reproduce;
+mod shipped;
 mod tracefile;
 mod validate;
 

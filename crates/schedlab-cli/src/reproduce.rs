@@ -167,22 +167,7 @@ pub struct PublishedSide {
 
 /// A shipped experiment by name, or a `.toml` file by path.
 pub fn load(name_or_path: &str) -> Result<Experiment, SpecError> {
-    let (text, origin) = match BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
-        Some((n, t)) => (t.to_string(), n.to_string()),
-        None if name_or_path.ends_with(".toml") => {
-            let t = std::fs::read_to_string(name_or_path)
-                .map_err(|e| SpecError::new("experiment file", name_or_path, format!("a readable TOML file ({e})")))?;
-            (t, name_or_path.to_string())
-        }
-        None => {
-            let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
-            return Err(SpecError::new(
-                "experiment",
-                name_or_path,
-                format!("one of {} or a path ending in .toml", names.join(", ")),
-            ));
-        }
-    };
+    let (text, origin) = crate::shipped::text("experiment", BUILTIN, name_or_path)?;
     let e: Experiment = toml::from_str(&text).map_err(|e| {
         SpecError::new("experiment file", &origin, format!("an experiment TOML like experiments/steal.toml ({})", e.message()))
     })?;

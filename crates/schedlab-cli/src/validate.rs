@@ -92,18 +92,7 @@ pub struct Suite {
 
 /// A shipped suite by name, or a `.toml` file by path; every field checked.
 pub fn load_suite(name_or_path: &str) -> Result<Suite, SpecError> {
-    let (text, origin) = match BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
-        Some((n, t)) => (t.to_string(), n.to_string()),
-        None if name_or_path.ends_with(".toml") => {
-            let t = std::fs::read_to_string(name_or_path)
-                .map_err(|e| SpecError::new("suite file", name_or_path, format!("a readable TOML file ({e})")))?;
-            (t, name_or_path.to_string())
-        }
-        None => {
-            let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
-            return Err(SpecError::new("suite", name_or_path, format!("one of {} or a path ending in .toml", names.join(", "))));
-        }
-    };
+    let (text, origin) = crate::shipped::text("suite", BUILTIN, name_or_path)?;
     let f: SuiteFile = toml::from_str(&text).map_err(|e| {
         SpecError::new("suite file", &origin, format!("a suite TOML like suites/host-quick.toml ({})", e.message()))
     })?;
