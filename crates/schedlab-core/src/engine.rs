@@ -572,7 +572,9 @@ impl Engine {
             self.sys.stats[waker_cpu].ttwu_local += 1;
         }
         self.sys.charge(waker_cpu, Charge::Sched, self.sys.cost.wakeup_ns);
-        // ttwu_queue(): a busy remote runqueue is locked and enqueued on from here.
+        // ttwu_queue() (kernel/sched/core.c, v5.8+): a busy remote runqueue is
+        // locked and enqueued on from here (ttwu_queue_cond() sends only wakeups of
+        // idle or other-LLC CPUs through the wake list).
         self.wake_enqueue_ns = 0;
         if cpu != waker_cpu && self.sys.cpu_state(cpu) == CpuState::Busy {
             self.wake_enqueue_ns = self.sys.cost.wakeup_remote_ns;
@@ -623,7 +625,8 @@ impl Engine {
                 let c = &self.cpu[cpu];
                 // Still finishing scheduler work before idling: it sees the flag then.
                 let still_active = c.idle_start_ns > now;
-                // set_nr_and_not_polling() fails on a halted CPU: smp_send_reschedule().
+                // resched_curr() (kernel/sched/core.c, v6.18; the same since v3.16):
+                // set_nr_and_not_polling() fails on a halted CPU, so smp_send_reschedule().
                 let noticed_at = if self.sys.cost.idle_polls || still_active || cpu == from {
                     now
                 } else {
