@@ -90,8 +90,16 @@ impl Se {
 }
 
 /// `struct cfs_rq`: a CPU's root runqueue, or a task group's on that CPU.
+///
+/// Laid out in declaration order (`repr(C)`) with what the load balancer reads of
+/// every CPU first, so that a scan of a thousand runqueues touches one or two
+/// cache lines of each.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct CfsRq {
+    pub avg: SchedAvg,
+    /// Tasks queued here or below.
+    pub h_nr_running: usize,
     /// The rbtree: (vruntime, insertion order, entity). Equal keys go right.
     pub timeline: BTreeSet<(u64, u64, Ent)>,
     /// EEVDF: the same entities by (deadline, insertion order), the order v6.12's
@@ -104,8 +112,6 @@ pub struct CfsRq {
     pub curr: Option<Ent>,
     /// Entities queued here (tasks and group entities).
     pub nr_running: usize,
-    /// Tasks queued here or below.
-    pub h_nr_running: usize,
     pub load: LoadWeight,
     /// Sum of queued entities' runnable weights (`cfs_rq->runnable_weight`).
     pub runnable_weight: u64,
@@ -113,7 +119,6 @@ pub struct CfsRq {
     pub next: Option<Ent>,
     pub last: Option<Ent>,
     pub skip: Option<Ent>,
-    pub avg: SchedAvg,
     /// `rq->cfs_tasks` (root runqueues only), most recently picked last: key → task.
     pub cfs_tasks: BTreeMap<u64, TaskId>,
     /// What this cfs_rq last published to `tg->load_avg`.
@@ -133,9 +138,15 @@ pub struct CfsRq {
     pub load_unacc_exec_ns: u64,
 }
 
-/// `struct rq`, fair-relevant parts.
+/// `struct rq`, fair-relevant parts, what the load balancer reads first (see
+/// [`CfsRq`]).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Rq {
+    pub cpu_capacity: u64,
+    /// v6.12+: tasks asleep but still queued here (delayed dequeue). They count in
+    /// `h_nr_running` (as in v6.12) but not in what the engine sees as runnable.
+    pub nr_delayed: usize,
     pub cfs: CfsRq,
     pub avg_idle_ns: u64,
     /// v5.15 `rq->wake_avg_idle`: half of avg_idle at the last wakeup from idle,
@@ -148,7 +159,6 @@ pub struct Rq {
     /// `rq->cpu_load[]`, v4.19's per-tick decayed load indexes.
     pub cpu_load: [u64; 5],
     pub last_load_update_tick: u64,
-    pub cpu_capacity: u64,
     /// Active balance asked: push the running task to this CPU at its next switch.
     pub active_balance_to: Option<usize>,
     /// This idle CPU was kicked to run NOHZ idle balancing.
@@ -157,9 +167,6 @@ pub struct Rq {
     pub curr_task: Option<TaskId>,
     /// EEVDF: a `resched_curr()` asked inside a hook, for `flush_resched()`.
     pub resched_pending: bool,
-    /// v6.12+: tasks asleep but still queued here (delayed dequeue). They count in
-    /// `h_nr_running` (as in v6.12) but not in what the engine sees as runnable.
-    pub nr_delayed: usize,
 }
 
 /// How an entity enters its cfs_rq (`ENQUEUE_WAKEUP`, `ENQUEUE_MIGRATED`,

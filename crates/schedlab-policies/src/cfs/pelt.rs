@@ -99,8 +99,17 @@ fn accumulate_pelt_segments(periods: u64, d1: u32, d3: u32) -> u32 {
 /// weighted and the averages use weight 1. Either way `load_avg` of an always-runnable nice-0
 /// task, or of a runqueue holding one, approaches 1024, and `util_avg` of something running
 /// all the time approaches [`SCHED_CAPACITY_SCALE`].
+///
+/// The averages come first (`repr(C)`): they are what the load balancer reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SchedAvg {
+    /// `load_sum` scaled by the weight and normalised by the divider.
+    pub load_avg: u64,
+    /// `runnable_load_sum` scaled by the runnable weight and normalised.
+    pub runnable_load_avg: u64,
+    /// `util_sum` normalised: 0..=1024, the fraction of recent time spent running.
+    pub util_avg: u64,
     /// Time (ns) up to which the sums are accounted; advances in whole 1024-ns units so the
     /// sub-unit remainder is carried to the next update rather than lost.
     pub last_update_time: u64,
@@ -114,12 +123,6 @@ pub struct SchedAvg {
     pub util_sum: u32,
     /// Units already accounted in the current, incomplete period (0..1024).
     pub period_contrib: u32,
-    /// `load_sum` scaled by the weight and normalised by the divider.
-    pub load_avg: u64,
-    /// `runnable_load_sum` scaled by the runnable weight and normalised.
-    pub runnable_load_avg: u64,
-    /// `util_sum` normalised: 0..=1024, the fraction of recent time spent running.
-    pub util_avg: u64,
 }
 
 impl SchedAvg {
