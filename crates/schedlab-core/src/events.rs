@@ -3,7 +3,6 @@
 //! bit-for-bit reproducible. Cancellation is lazy: timers carry a generation that the
 //! handler compares with the owner's current one.
 
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// What happens. Generations (`gen`) make stale timers no-ops.
@@ -34,20 +33,50 @@ impl EventKind {
     }
 }
 
+/// A queued event. Ordered by `(time_ns, seq)` alone, packed into one integer so
+/// that the heap's sifting does one comparison per level (`seq` is unique, so the
+/// kind never decides).
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    key: u128,
+    kind: EventKind,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Queued {}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Queued {
+    /// Reversed: the std heap is a max-heap and the earliest event must come first.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.key.cmp(&self.key)
+    }
+}
+
 #[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<(u64, u64, EventKind)>>,
+    heap: BinaryHeap<Queued>,
     seq: u64,
 }
 
 impl EventQueue {
     pub fn push(&mut self, time_ns: u64, kind: EventKind) {
         self.seq += 1;
-        self.heap.push(Reverse((time_ns, self.seq, kind)));
+        self.heap.push(Queued { key: (time_ns as u128) << 64 | self.seq as u128, kind });
     }
 
     pub fn pop(&mut self) -> Option<(u64, EventKind)> {
-        self.heap.pop().map(|Reverse((t, _, k))| (t, k))
+        self.heap.pop().map(|q| ((q.key >> 64) as u64, q.kind))
     }
 
     pub fn len(&self) -> usize {
