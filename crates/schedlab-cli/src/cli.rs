@@ -121,6 +121,9 @@ pub enum Command {
         plot: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Simulations run at once (default: every core); results do not depend on it.
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// Measure the simulator's speed on fixed scenarios.
     Bench {
@@ -242,6 +245,9 @@ pub struct CompareArgs {
     /// Draw base vs new per row (mean ± stddev) into this .svg or .png file.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Simulations run at once (default: every core); results do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -287,6 +293,10 @@ pub struct ValidateArgs {
     /// Write the report here instead of standard output (atomically).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Simulations run at once (default: every core; the real runs are always one
+    /// at a time); results do not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
     #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
     pub format: ValidateFormat,
 }
@@ -415,8 +425,9 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Validate(a) => crate::validate::validate_cmd(&a),
         Command::Compare(a) => compare(&a),
-        Command::Reproduce { name, list, runs, scale, rows, format, fraction, plot } => {
+        Command::Reproduce { name, list, runs, scale, rows, format, fraction, plot, jobs } => {
             let Some(name) = name.filter(|_| !list) else { return crate::reproduce::list() };
+            let threads = crate::parallel::threads(jobs)?;
             if !(fraction > 0.0 && fraction <= 1.0) {
                 return Err(SpecError::new("fraction", fraction.to_string(), "a number in (0, 1]").into());
             }
@@ -434,9 +445,9 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                     (format == Format::Json, "--format json"),
                 ];
                 if let Some((_, flag)) = ignored.iter().find(|(set, _)| *set) {
-                    return Err(SpecError::new("reproduce all", *flag, "only --runs and --fraction with all").into());
+                    return Err(SpecError::new("reproduce all", *flag, "only --runs, --fraction and --jobs with all").into());
                 }
-                return crate::reproduce::run_all(runs, fraction);
+                return crate::reproduce::run_all(runs, fraction, threads);
             }
             if fraction != 1.0 {
                 return Err(SpecError::new(
@@ -447,7 +458,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 .into());
             }
             let plot = plot.map(|p| crate::plotfile::PlotFile::new(&p)).transpose()?;
-            crate::reproduce::run(&name, runs, scale.as_deref(), rows, format == Format::Json, plot.as_ref())
+            crate::reproduce::run(&name, runs, scale.as_deref(), rows, format == Format::Json, plot.as_ref(), threads)
         }
     }
 }
@@ -473,7 +484,7 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
     };
     c.validate()?;
     let plot = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
-    let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+    let rows = c.run(crate::parallel::threads(a.jobs)?)?;
     if let Some(p) = plot {
         p.write(&crate::plotfile::comparison_bars(&c, &rows))?;
     }

@@ -3,8 +3,6 @@
 //! the steal seed prints its schedstat tables (per-CPU averages of the deltas).
 //! Runs go to all cores; each run stays a single-threaded pure function.
 
-use std::io::Write;
-
 use serde_json::json;
 
 use schedlab_core::error::SpecError;
@@ -40,6 +38,9 @@ pub struct RunRow {
     /// whole task tree).
     pub switches: f64,
     pub migrations: f64,
+    /// The run's digest (None in means): equal inputs give equal digests, serial
+    /// or parallel.
+    pub digest: Option<u64>,
 }
 
 impl RunRow {
@@ -63,6 +64,7 @@ impl RunRow {
             throughput: w.throughput(r).map(|(v, _)| v),
             switches: r.tasks.iter().map(|t| t.switches).sum::<u64>() as f64,
             migrations: r.tasks.iter().map(|t| t.migrations).sum::<u64>() as f64,
+            digest: Some(r.digest),
         }
     }
 }
@@ -95,6 +97,7 @@ impl Side {
             throughput: runs.iter().map(|r| r.throughput).sum::<Option<f64>>().map(|t| t / n),
             switches: avg(|r| r.switches),
             migrations: avg(|r| r.migrations),
+            digest: None,
         };
         // Sample standard deviation, as the seed's "%stdev" (stdev / mean × 100), of
         // the rate for benchmarks that report one, else of the time.
@@ -201,8 +204,9 @@ impl Comparison {
         [&self.base, &self.new].into_iter().chain(self.others.iter())
     }
 
-    /// Runs every (row, side, seed) on all cores and gathers the rows in order.
-    pub fn run(&self, progress: bool) -> Result<Vec<Row>, Failure> {
+    /// Runs every (row, side, seed) on `threads` threads (the parallel runner) and
+    /// gathers the rows in order.
+    pub fn run(&self, threads: usize) -> Result<Vec<Row>, Failure> {
         let rows = self.row_workloads()?;
         let mut jobs = Vec::new();
         for (ri, (_, w)) in rows.iter().enumerate() {
@@ -231,16 +235,7 @@ impl Comparison {
             let r = spec.engine().run();
             check_result(&r, false).map(|_| RunRow::from_result(&r, w))
         };
-        let results = crate::parallel::map(&jobs, run_one, |d, total| {
-            if progress {
-                let mut e = std::io::stderr().lock();
-                let _ = write!(e, "\r[{:<40}] {d}/{total} runs", "#".repeat(d * 40 / total));
-                let _ = e.flush();
-            }
-        });
-        if progress {
-            eprintln!();
-        }
+        let results = crate::parallel::map(&jobs, threads, "simulating", run_one);
         let sides = self.policies().count();
         let mut per: Vec<Vec<Vec<RunRow>>> = (0..rows.len()).map(|_| vec![Vec::new(); sides]).collect();
         for ((ri, si, ..), r) in jobs.iter().zip(results) {
@@ -335,6 +330,7 @@ fn side_json(s: &Side) -> serde_json::Value {
         "runs_s": s.runs.iter().map(|r| r.time_s).collect::<Vec<_>>(),
         "throughput": s.mean.throughput,
         "runs_throughput": s.runs.iter().map(|r| r.throughput).collect::<Vec<_>>(),
+        "runs_digest": s.runs.iter().map(|r| r.digest.map(|d| format!("{d:016x}"))).collect::<Vec<_>>(),
     })
 }
 

@@ -849,7 +849,7 @@ pub fn summary_text(lines: &[SummaryLine]) -> String {
 
 /// `schedlab reproduce all`: every shipped experiment at `fraction` of its
 /// published scale, each printed as `reproduce NAME` prints it, then one summary.
-pub fn run_all(runs: Option<u64>, fraction: f64) -> Result<(), Failure> {
+pub fn run_all(runs: Option<u64>, fraction: f64, threads: usize) -> Result<(), Failure> {
     let started = std::time::Instant::now();
     let mut lines = Vec::new();
     for (name, _) in BUILTIN {
@@ -858,7 +858,7 @@ pub fn run_all(runs: Option<u64>, fraction: f64) -> Result<(), Failure> {
         let c = e.comparison(runs, scale.as_deref(), None)?;
         c.validate()?;
         let t0 = std::time::Instant::now();
-        let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+        let rows = c.run(threads)?;
         print!("{}", e.text(&c, &rows)?);
         println!("({} took {:.0} s)\n", e.name, t0.elapsed().as_secs_f64());
         lines.extend(e.summary(&rows));
@@ -886,11 +886,12 @@ pub fn run(
     only: Option<Vec<String>>,
     json: bool,
     plot: Option<&crate::plotfile::PlotFile>,
+    threads: usize,
 ) -> Result<(), Failure> {
     let e = load(name)?;
     let c = e.comparison(runs, loops, only.as_deref())?;
     c.validate()?;
-    let rows = c.run(std::io::IsTerminal::is_terminal(&std::io::stderr()))?;
+    let rows = c.run(threads)?;
     if let Some(p) = plot {
         p.write(&crate::plotfile::reproduction_bars(&e, &c, &rows))?;
     }

@@ -461,6 +461,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     if !(1..=100).contains(&runs) {
         return Err(SpecError::new("runs", runs.to_string(), "an integer from 1 to 100").into());
     }
+    let threads = crate::parallel::threads(a.jobs)?;
     let only: Vec<&SuiteRow> = match &a.rows {
         None => suite.rows.iter().collect(),
         Some(names) => {
@@ -567,7 +568,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     progress_done();
 
     // Simulated runs, all cores.
-    let sims = simulate(&sim, &only, runs)?;
+    let sims = simulate(&sim, &only, runs, threads)?;
     let mut rows = Vec::new();
     for ((row, reals), sims) in only.iter().zip(&real_results).zip(&sims) {
         let cells = Metric::for_workload(&row.workload)
@@ -625,18 +626,13 @@ fn traced_real_run(argv: &[String], limit: Duration) -> Result<(RealResult, Stri
     Ok((r, text))
 }
 
-/// Every row's simulated runs (seeds 1..=runs), on all cores.
-fn simulate(sim: &SimSide, rows: &[&SuiteRow], runs: u64) -> Result<Vec<Vec<RunResult>>, Failure> {
+/// Every row's simulated runs (seeds 1..=runs), on `threads` threads.
+fn simulate(sim: &SimSide, rows: &[&SuiteRow], runs: u64, threads: usize) -> Result<Vec<Vec<RunResult>>, Failure> {
     let jobs: Vec<(usize, u64)> = (0..rows.len()).flat_map(|r| (1..=runs).map(move |s| (r, s))).collect();
-    let results = crate::parallel::map(
-        &jobs,
-        |&(ri, seed)| {
-            let r = sim.spec(&rows[ri].workload, seed).engine().run();
-            check_result(&r, false).map(|_| r)
-        },
-        |d, total| progress(&format!("simulated {d}/{total}")),
-    );
-    progress_done();
+    let results = crate::parallel::map(&jobs, threads, "simulated side", |&(ri, seed)| {
+        let r = sim.spec(&rows[ri].workload, seed).engine().run();
+        check_result(&r, false).map(|_| r)
+    });
     let mut per: Vec<Vec<RunResult>> = (0..rows.len()).map(|_| Vec::new()).collect();
     for ((ri, _), r) in jobs.iter().zip(results) {
         per[*ri].push(r?);

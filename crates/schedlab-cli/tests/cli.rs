@@ -195,6 +195,43 @@ fn compare_json_has_the_seed_columns() {
     assert_eq!(rows[0]["base"]["steal"], 0.0);
 }
 
+/// The parallel runner changes the wall time only: one thread and several give
+/// the same runs, digest for digest, in the same order.
+#[test]
+fn parallel_and_serial_runs_are_identical() {
+    let compare = |jobs: &str| {
+        let o = schedlab(&[
+            "compare",
+            "--base",
+            "cfs@4.19",
+            "--new",
+            "eevdf@6.18",
+            "--workload",
+            "hackbench loops=30",
+            "--vary",
+            "groups=1,2",
+            "--runs",
+            "3",
+            "--format",
+            "json",
+            "--jobs",
+            jobs,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let serial = compare("1");
+    let v: serde_json::Value = serde_json::from_str(&serial).unwrap();
+    let digests = v["rows"][1]["new"]["runs_digest"].as_array().unwrap();
+    assert_eq!(digests.len(), 3);
+    assert!(digests.iter().all(|d| d.as_str().is_some_and(|d| d.len() == 16)), "{digests:?}");
+    assert_eq!(serial, compare("2"));
+    assert_eq!(serial, compare("5"));
+    let o = schedlab(&["compare", "--base", "fifo", "--new", "fifo", "--jobs", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("jobs") && stdout(&o).is_empty(), "{}", stderr(&o));
+}
+
 #[test]
 fn compare_text_prints_both_tables() {
     let o =
