@@ -1,19 +1,57 @@
-//! `schedlab bench`: the simulator's speed on fixed scenarios. Events per second,
-//! simulated seconds per wall second and peak memory, for a small, a two-socket and
-//! a 1024-CPU machine. Speed targets live here, never in timed unit tests.
+//! `schedlab bench`: the simulator's speed on fixed scenarios. Events, simulated
+//! messages and simulated seconds per wall second, and peak memory, for a small, a
+//! two-socket and a 1024-CPU machine and for 10 000 tasks. Speed targets live
+//! here, never in timed unit tests.
 
 use std::time::Instant;
+
+use serde_json::json;
 
 use crate::cli::{check_result, parse_topology, RunSpec};
 use crate::Failure;
 use schedlab_core::RunConfig;
 use schedlab_workloads::Workload;
 
-/// (name, topology, workload, quick workload).
-const SCENARIOS: &[(&str, &str, &str, &str)] = &[
-    ("x6-2-20 hackbench g1", "x6-2-20", "hackbench groups=1 loops=10000", "hackbench groups=1 loops=1000"),
-    ("2x1x22x2 hackbench g8", "2x1x22x2", "hackbench groups=8 loops=2000", "hackbench groups=8 loops=200"),
-    ("8x2x32x2 hackbench g64", "8x2x32x2", "hackbench groups=64 loops=500", "hackbench groups=64 loops=50"),
+/// One fixed scenario.
+struct Scenario {
+    name: &'static str,
+    topology: &'static str,
+    machine: &'static str,
+    workload: &'static str,
+    /// The same at about a tenth of the work, for `--quick`.
+    quick_workload: &'static str,
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "x6-2-20 hackbench g1",
+        topology: "x6-2-20",
+        machine: "broadwell-ep",
+        workload: "hackbench groups=1 loops=10000",
+        quick_workload: "hackbench groups=1 loops=1000",
+    },
+    Scenario {
+        name: "2x1x22x2 hackbench g8",
+        topology: "2x1x22x2",
+        machine: "broadwell-ep",
+        workload: "hackbench groups=8 loops=2000",
+        quick_workload: "hackbench groups=8 loops=200",
+    },
+    Scenario {
+        name: "8x2x32x2 hackbench g64",
+        topology: "8x2x32x2",
+        machine: "broadwell-ep",
+        workload: "hackbench groups=64 loops=500",
+        quick_workload: "hackbench groups=64 loops=50",
+    },
+    // 250 groups of 20 senders and 20 receivers: 10 000 tasks on 112 CPUs.
+    Scenario {
+        name: "cascadelake-2s 10k tasks",
+        topology: "cascadelake-2s",
+        machine: "cascadelake",
+        workload: "hackbench groups=250 loops=20 ipc=pipe",
+        quick_workload: "hackbench groups=250 loops=2 ipc=pipe",
+    },
 ];
 
 /// Policies measured: the reference queue, CFS of the seeds' kernels, and EEVDF
@@ -28,16 +66,29 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 /// Runs every scenario in a child process of its own, so each row's peak memory
-/// is that scenario's alone.
-pub fn run(quick: bool) -> Result<(), Failure> {
-    println!("schedlab bench: machine broadwell-ep, seed 1 (each row in its own process; peak_MiB = its VmHWM)");
-    println!(
-        "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9} {:>10} {:>9} {:>9} {:>12} {:>10}",
-        "scenario", "policy", "cpus", "tasks", "events", "wall_s", "Mevents/s", "Mmsg/s", "sim_s", "sim_s/wall_s", "peak_MiB"
-    );
+/// is that scenario's alone; prints a table, or with `json` one JSON document.
+pub fn run(quick: bool, json: bool) -> Result<(), Failure> {
     let exe = std::env::current_exe().map_err(|e| Failure::Run(format!("bench: cannot find own executable: {e}")))?;
+    let mut rows = Vec::new();
+    if !json {
+        println!("schedlab bench: seed 1 (each row in its own process; peak_MiB = its VmHWM)");
+        println!(
+            "{:<26} {:<10} {:<12} {:>6} {:>6} {:>10} {:>7} {:>9} {:>8} {:>7} {:>12} {:>9}",
+            "scenario",
+            "policy",
+            "machine",
+            "cpus",
+            "tasks",
+            "events",
+            "wall_s",
+            "Mevents/s",
+            "Mmsg/s",
+            "sim_s",
+            "sim_s/wall_s",
+            "peak_MiB"
+        );
+    }
     for policy in POLICIES {
-        let mut rates = Vec::new();
         for i in 0..SCENARIOS.len() {
             let mut cmd = std::process::Command::new(&exe);
             cmd.args(["bench", "--one", &i.to_string(), "--policy", policy]);
@@ -48,31 +99,51 @@ pub fn run(quick: bool) -> Result<(), Failure> {
             if !out.status.success() {
                 return Err(Failure::Run(format!("bench scenario {i} failed: {}", String::from_utf8_lossy(&out.stderr))));
             }
-            let line = String::from_utf8_lossy(&out.stdout).into_owned();
-            print!("{line}");
-            // The Mevents/s column, fifth from the end (scenario names have spaces).
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            if let Some(rate) = cols.len().checked_sub(5).and_then(|i| cols[i].parse::<f64>().ok()) {
-                rates.push(rate);
+            let row: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .map_err(|e| Failure::Run(format!("bench scenario {i}: unreadable result: {e}")))?;
+            if !json {
+                println!("{}", text_row(&row));
             }
+            rows.push(row);
         }
-        if let (Some(first), Some(last)) = (rates.first(), rates.last()) {
-            println!("{policy}: events/s of the 1024-CPU scenario relative to the 20-CPU one: {:.2}", last / first);
-        }
+    }
+    if json {
+        let doc = json!({ "seed": 1, "quick": quick, "rows": rows });
+        println!("{}", serde_json::to_string_pretty(&doc).expect("a json! value serialises"));
     }
     Ok(())
 }
 
-/// One scenario, one row (the child process of `run`).
+fn text_row(r: &serde_json::Value) -> String {
+    let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
+    let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+    format!(
+        "{:<26} {:<10} {:<12} {:>6} {:>6} {:>10} {:>7.3} {:>9.2} {:>8.2} {:>7.3} {:>12.3} {:>9.1}",
+        s("scenario"),
+        s("policy"),
+        s("machine"),
+        f("cpus"),
+        f("tasks"),
+        f("events"),
+        f("wall_s"),
+        f("events_per_s") / 1e6,
+        f("messages_per_s") / 1e6,
+        f("sim_s"),
+        f("sim_s_per_wall_s"),
+        f("peak_rss_mib")
+    )
+}
+
+/// One scenario, one JSON row (the child process of `run`).
 pub fn run_one(index: usize, policy: &str, quick: bool) -> Result<(), Failure> {
-    let Some(&(name, topo, workload, quick_workload)) = SCENARIOS.get(index) else {
+    let Some(sc) = SCENARIOS.get(index) else {
         return Err(Failure::Input(schedlab_core::SpecError::new(
             "bench scenario",
             index.to_string(),
             format!("0..{}", SCENARIOS.len()),
         )));
     };
-    let w = if quick { quick_workload } else { workload };
+    let w = if quick { sc.quick_workload } else { sc.workload };
     let workload = Workload::parse(w)?;
     // Every sender writes `loops` messages to each receiver of its group.
     let messages = match &workload {
@@ -80,8 +151,8 @@ pub fn run_one(index: usize, policy: &str, quick: bool) -> Result<(), Failure> {
         _ => 0,
     };
     let spec = RunSpec {
-        topo: parse_topology(topo)?,
-        machine: crate::machines::load("broadwell-ep")?,
+        topo: parse_topology(sc.topology)?,
+        machine: crate::machines::load(sc.machine)?,
         policy: policy.into(),
         sysctls: Vec::new(),
         workload,
@@ -93,19 +164,24 @@ pub fn run_one(index: usize, policy: &str, quick: bool) -> Result<(), Failure> {
     let r = engine.run();
     let wall = t0.elapsed().as_secs_f64().max(1e-9);
     check_result(&r, false)?;
-    println!(
-        "{:<24} {:<10} {:>6} {:>7} {:>12} {:>9.3} {:>10.2} {:>9.2} {:>9.3} {:>12.3} {:>10.1}",
-        name,
-        policy,
-        r.ncpus,
-        r.tasks.len(),
-        r.events,
-        wall,
-        r.events as f64 / wall / 1e6,
-        messages as f64 / wall / 1e6,
-        r.end_ns as f64 / 1e9,
-        r.end_ns as f64 / 1e9 / wall,
-        peak_rss_kib().unwrap_or(0) as f64 / 1024.0
-    );
+    let row = json!({
+        "scenario": sc.name,
+        "topology": sc.topology,
+        "machine": sc.machine,
+        "workload": w,
+        "policy": policy,
+        "cpus": r.ncpus,
+        "tasks": r.tasks.len(),
+        "events": r.events,
+        "messages": messages,
+        "wall_s": wall,
+        "events_per_s": r.events as f64 / wall,
+        "messages_per_s": messages as f64 / wall,
+        "sim_s": r.end_ns as f64 / 1e9,
+        "sim_s_per_wall_s": r.end_ns as f64 / 1e9 / wall,
+        "peak_rss_mib": peak_rss_kib().unwrap_or(0) as f64 / 1024.0,
+        "digest": format!("{:016x}", r.digest),
+    });
+    println!("{row}");
     Ok(())
 }

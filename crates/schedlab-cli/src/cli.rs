@@ -133,6 +133,8 @@ pub enum Command {
         /// Run only scenario N in this process (used by bench itself).
         #[arg(long, hide = true)]
         one: Option<usize>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
         #[arg(long, hide = true, default_value = "cfs@4.19")]
         policy: String,
     },
@@ -418,8 +420,8 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Calibrate { name, out, quick } => crate::calibrate_cmd(name, out, quick),
         Command::Record { out, buffer_kb, timeout_s, command } => crate::record_cmd(&out, buffer_kb, timeout_s, &command),
-        Command::Bench { quick, one: None, .. } => crate::bench::run(quick),
-        Command::Bench { quick, one: Some(i), policy } => crate::bench::run_one(i, &policy, quick),
+        Command::Bench { quick, one: None, format, .. } => crate::bench::run(quick, format == Format::Json),
+        Command::Bench { quick, one: Some(i), policy, .. } => crate::bench::run_one(i, &policy, quick),
         Command::Real { workload, runs, cpus, timeout_s, format, in_process } => {
             crate::validate::real_cmd(&workload, runs, cpus.as_deref(), timeout_s, format == Format::Json, in_process)
         }

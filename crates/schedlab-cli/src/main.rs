@@ -37,6 +37,13 @@ impl From<SpecError> for Failure {
 }
 
 fn main() -> ExitCode {
+    // A reader that stops early (`schedlab bench | head`) ends the output, as for
+    // any Unix filter: the default SIGPIPE action, which Rust's runtime turns off
+    // (writes would then fail with EPIPE and printing would panic).
+    // SAFETY: called before any other thread exists; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args = cli::Cli::parse();
     match cli::dispatch(args) {
         Ok(()) => ExitCode::SUCCESS,

@@ -446,3 +446,21 @@ fn trace_marks_softirq_balancing_and_hardirq_timer_wakeups() {
     assert!(count("sched_switch", "d..2.") > 0);
     assert_eq!(lines.iter().filter(|l| l.event.name() == "sched_switch" && l.flags != "d..2.").count(), 0);
 }
+
+/// `bench --format json`: one row per scenario and policy with the speed figures
+/// and the peak memory, the 10 000-task scenario among them. (Speed is measured by
+/// the benchmark itself, never asserted here.)
+#[test]
+fn bench_json_reports_every_scenario() {
+    let o = schedlab(&["bench", "--quick", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4 * 6, "4 scenarios x 6 policies");
+    for r in rows {
+        for key in ["events_per_s", "messages_per_s", "sim_s_per_wall_s", "peak_rss_mib", "wall_s"] {
+            assert!(r[key].as_f64().is_some_and(|x| x > 0.0), "{key} in {r}");
+        }
+    }
+    assert!(rows.iter().any(|r| r["tasks"].as_u64() == Some(10_001)), "the 10 000-task scenario (and its main task)");
+}
