@@ -9,6 +9,7 @@
 //! run end, active balance, interval back-off) lives in `balance.rs`; this file
 //! holds what v5.5 replaced. Line numbers are fair.c of v5.10 / v5.15.
 
+use schedlab_core::cpuset::CpuSet;
 use schedlab_core::sched::System;
 use schedlab_core::task::TaskId;
 
@@ -169,8 +170,9 @@ impl Cfs {
     /// `update_sg_lb_stats()` (v5.10 L8377; v5.15 L8605). Sets `overload` when a
     /// CPU has more than one task. v6.18 counts runnable tasks (`h_nr_runnable`).
     fn sg_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool) -> Sg5 {
+        let span = &g.span;
         let mut s = Sg5::empty(gi, g.weight, g.capacity);
-        for &i in &g.cpus {
+        for i in span.iter() {
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
             s.group_runnable += self.cpu_runnable(i);
@@ -281,8 +283,8 @@ impl Cfs {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, true);
         }
-        let busiest_cpus = &self.doms[this_cpu].domains[sd_idx].groups[busiest.group].cpus;
-        let Some(src) = self.find_busiest_queue5(busiest_cpus, migration, imbalance, self.version) else {
+        let busiest_span = &self.doms[this_cpu].domains[sd_idx].groups[busiest.group].span;
+        let Some(src) = self.find_busiest_queue5(busiest_span, migration, imbalance, self.version) else {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, true);
         };
@@ -447,14 +449,14 @@ impl Cfs {
     /// which can make an empty CPU "busiest" by load); v5.15 skips them.
     fn find_busiest_queue5(
         &self,
-        cpus: &[usize],
+        span: &CpuSet,
         migration: MigrationType,
         imbalance: u64,
         version: KernelVersion,
     ) -> Option<usize> {
         let mut busiest = None;
         let (mut busiest_load, mut busiest_capacity, mut busiest_util, mut busiest_nr) = (0u64, 1u64, 0u64, 0usize);
-        for &i in cpus {
+        for i in span.iter() {
             let nr = self.rq[i].cfs.h_nr_running;
             if nr == 0 && version >= KernelVersion::V5_15 {
                 continue;
@@ -507,9 +509,10 @@ impl Cfs {
     /// forking task is not queued anywhere yet, so the `*_without()` corrections are
     /// only needed for wakeups, which never take this path with default flags.
     fn sg_wakeup_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId) -> Sg5 {
+        let span = &g.span;
         let mut s = Sg5::empty(gi, g.weight, g.capacity);
         s.group_weight = 0;
-        for &i in g.cpus.iter().filter(|&&i| sys.tasks[p].can_run_on(i)) {
+        for i in span.iter().filter(|&i| sys.tasks[p].can_run_on(i)) {
             s.group_weight += 1;
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);

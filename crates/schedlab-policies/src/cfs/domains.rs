@@ -260,10 +260,6 @@ pub struct SchedGroup {
     pub balance_cpu: usize,
     /// CPUs in the span (`group_weight`), counted once when built.
     pub weight: u64,
-    /// The span's CPUs in ascending order, listed once when built: the balancer's
-    /// per-group scans walk this instead of the span's bitmap, whose empty words
-    /// dominate the walk of a small group on a machine of a thousand CPUs.
-    pub cpus: Vec<usize>,
 }
 
 /// One scheduling domain of one CPU, as `sd_init()` creates it and `cpu_attach_domain()`
@@ -671,8 +667,7 @@ fn make_group(span: CpuSet, balance: &CpuSet, caps: &[u64]) -> SchedGroup {
     let capacity = span.iter().map(|c| caps[c]).sum();
     let balance_cpu = balance.next_from(0).or_else(|| span.next_from(0)).unwrap_or(0);
     let weight = span.count() as u64;
-    let cpus = span.iter().collect();
-    SchedGroup { span, capacity, balance_cpu, weight, cpus }
+    SchedGroup { span, capacity, balance_cpu, weight }
 }
 
 /// `sd_degenerate()`: a domain of one CPU, or one whose only group makes its
