@@ -412,6 +412,12 @@ pub fn parse_sysctls(raw: &[String]) -> Result<Vec<(String, String)>, SpecError>
 }
 
 pub fn dispatch(cli: Cli) -> Result<(), Failure> {
+    // The simulating commands write their outputs through temporary files, which a
+    // signal must not leave behind (the commands that run real work handle their
+    // signals themselves, through schedlab_host::signals).
+    if matches!(cli.command, Command::Run(_) | Command::Compare(_) | Command::Reproduce { .. }) {
+        crate::outputs::remove_temporaries_on_signals();
+    }
     match cli.command {
         Command::Run(a) => run(&a),
         Command::Topology { spec } => {
@@ -503,12 +509,18 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
 
 fn run(a: &RunArgs) -> Result<(), Failure> {
     let mut spec = RunSpec::from_args(a)?;
+    // Every output is checked before the run: a regular file (or a new one) in a
+    // writable directory, and not the same file twice.
     let plot = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
+    let trace_path = a.trace.as_deref().map(|p| crate::outputs::check("trace", p)).transpose()?;
+    if let (Some(t), Some(p)) = (&a.trace, &a.plot) {
+        crate::outputs::distinct(&[("trace", t), ("plot", p)])?;
+    }
     if plot.is_some() {
         spec.cfg.util_bucket_ns = Some(crate::plotfile::RUN_BUCKET_NS);
     }
     let mut engine = spec.engine();
-    let trace = match &a.trace {
+    let trace = match &trace_path {
         Some(path) => Some(crate::tracefile::TraceFile::create(path, spec.topo.ncpus())?),
         None => None,
     };

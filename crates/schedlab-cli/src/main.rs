@@ -6,6 +6,7 @@ mod bench;
 mod cli;
 mod compare;
 mod machines;
+mod outputs;
 mod parallel;
 mod plotfile;
 mod report;
@@ -72,7 +73,7 @@ fn record_cmd(out: &std::path::Path, buffer_kb: u32, timeout_s: u64, argv: &[Str
     if !(1..=3600).contains(&timeout_s) {
         return Err(SpecError::new("timeout-s", timeout_s.to_string(), "an integer from 1 to 3600").into());
     }
-    check_output_path("out", out)?;
+    let out = &outputs::check("out", out)?;
     let rec = schedlab_host::record::record(argv, buffer_kb, std::time::Duration::from_secs(timeout_s))
         .map_err(|e| Failure::Host(format!("record: {e}")))?;
     match rec.outcome {
@@ -86,27 +87,8 @@ fn record_cmd(out: &std::path::Path, buffer_kb: u32, timeout_s: u64, argv: &[Str
     if rec.text.lines().any(|l| l.starts_with("CPU:") && l.contains("LOST")) {
         eprintln!("schedlab: warning: the trace buffer overflowed; raise --buffer-kb");
     }
-    let tmp = out.with_extension("record.tmp");
-    std::fs::write(&tmp, &rec.text).and_then(|_| std::fs::rename(&tmp, out)).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Failure::Run(format!("writing {}: {e}", out.display()))
-    })?;
+    outputs::write_atomically("out", out, rec.text.as_bytes()).map_err(Failure::Run)?;
     eprintln!("wrote {} ({} lines)", out.display(), rec.text.lines().count());
-    Ok(())
-}
-
-/// An output path must be a regular file or not exist yet, in a directory that exists.
-fn check_output_path(field: &str, path: &std::path::Path) -> Result<(), Failure> {
-    let accepted = "a regular file path in an existing directory";
-    if let Ok(meta) = std::fs::metadata(path) {
-        if !meta.is_file() {
-            return Err(SpecError::new(field, path.display().to_string(), accepted).into());
-        }
-    }
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    if !parent.is_dir() {
-        return Err(SpecError::new(field, path.display().to_string(), accepted).into());
-    }
     Ok(())
 }
 
@@ -116,16 +98,15 @@ fn calibrate_cmd(name: String, out: Option<std::path::PathBuf>, quick: bool) -> 
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         return Err(Failure::Input(SpecError::new("name", name, "letters, digits, '-' and '_'")));
     }
+    // Checked before measuring, which takes a while.
+    let out = out.map(|p| outputs::check("out", &p)).transpose()?;
     let opts = schedlab_host::calibrate::CalibrateOptions { name, quick };
     let profile = schedlab_host::calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
     let text = profile.to_toml();
     match out {
         None => print!("{text}"),
         Some(path) => {
-            let tmp = path.with_extension("toml.tmp");
-            std::fs::write(&tmp, &text)
-                .and_then(|_| std::fs::rename(&tmp, &path))
-                .map_err(|e| Failure::Run(format!("writing {}: {e}", path.display())))?;
+            outputs::write_atomically("out", &path, text.as_bytes()).map_err(Failure::Run)?;
             eprintln!("wrote {}", path.display());
         }
     }

@@ -36,27 +36,14 @@ impl PlotFile {
             Some("png") => true,
             _ => return Err(SpecError::new("plot", shown, "a file name ending in .svg or .png")),
         };
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        if !dir.is_dir() {
-            return Err(SpecError::new("plot", shown, "a file in an existing directory"));
-        }
-        Ok(PlotFile { path: path.to_path_buf(), png })
+        Ok(PlotFile { path: crate::outputs::check("plot", path)?, png })
     }
 
     /// Writes `svg` (rasterised for .png) into place.
     pub fn write(&self, svg: &str) -> Result<(), Failure> {
         let io = |e: String| Failure::Run(format!("writing plot {}: {e}", self.path.display()));
         let bytes = if self.png { rasterise(svg).map_err(io)? } else { svg.as_bytes().to_vec() };
-        let tmp = self.path.with_file_name(format!(
-            ".{}.{}.tmp",
-            self.path.file_name().and_then(|n| n.to_str()).unwrap_or("plot"),
-            std::process::id()
-        ));
-        std::fs::write(&tmp, bytes).map_err(|e| io(e.to_string()))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io(e.to_string())
-        })
+        crate::outputs::write_atomically("plot", &self.path, &bytes).map_err(Failure::Run)
     }
 }
 

@@ -1,6 +1,6 @@
 //! `--trace FILE`: the timeline as Linux ftrace text, written to a temporary file
-//! beside FILE and renamed into place only when the run succeeded, so a failed run
-//! leaves no partial output.
+//! beside FILE and renamed into place only when the run succeeded, so a failed or
+//! interrupted run leaves no partial output (see `outputs`).
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -32,10 +32,12 @@ pub struct TraceFile {
 pub struct Sink(Rc<RefCell<Writer>>);
 
 impl TraceFile {
+    /// `path` is an output already checked by `outputs::check`.
     pub fn create(path: &Path, ncpus: usize) -> Result<TraceFile, SpecError> {
-        let body_path = temp_beside(path, "body");
+        let body_path = crate::outputs::temporary_beside(path, "body");
         let file = File::create(&body_path).map_err(|e| {
-            SpecError::new("trace file", path.display().to_string(), format!("a path in a writable directory ({e})"))
+            crate::outputs::done_with(&body_path);
+            SpecError::new("trace", path.display().to_string(), format!("a path in a writable directory ({e})"))
         })?;
         let w = Writer { body: BufWriter::with_capacity(1 << 20, file), body_path, entries: 0, line: String::new(), error: None };
         Ok(TraceFile { inner: Rc::new(RefCell::new(w)), path: path.to_path_buf(), ncpus })
@@ -49,37 +51,36 @@ impl TraceFile {
     pub fn finish(self) -> Result<(), String> {
         let mut w = self.inner.borrow_mut();
         if let Some(e) = w.error.take() {
-            let _ = std::fs::remove_file(&w.body_path);
             return Err(format!("writing trace {}: {e}", self.path.display()));
         }
         let io = |e: std::io::Error| format!("writing trace {}: {e}", self.path.display());
         w.body.flush().map_err(io)?;
-        let final_tmp = temp_beside(&self.path, "tmp");
-        {
-            let mut out = BufWriter::new(File::create(&final_tmp).map_err(io)?);
-            out.write_all(schedlab_trace::header(w.entries, self.ncpus as u32).as_bytes()).map_err(io)?;
-            let mut body = File::open(&w.body_path).map_err(io)?;
-            std::io::copy(&mut body, &mut out).map_err(io)?;
-            out.flush().map_err(io)?;
+        let final_tmp = crate::outputs::temporary_beside(&self.path, "tmp");
+        let written = (|| {
+            let mut out = BufWriter::new(File::create(&final_tmp)?);
+            out.write_all(schedlab_trace::header(w.entries, self.ncpus as u32).as_bytes())?;
+            let mut body = File::open(&w.body_path)?;
+            std::io::copy(&mut body, &mut out)?;
+            out.flush()?;
+            drop(out);
+            std::fs::rename(&final_tmp, &self.path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&final_tmp);
         }
-        std::fs::rename(&final_tmp, &self.path).map_err(io)?;
-        let _ = std::fs::remove_file(&w.body_path);
-        Ok(())
+        crate::outputs::done_with(&final_tmp);
+        written.map_err(io)
     }
 }
 
 impl Drop for TraceFile {
+    /// The temporary body goes on every path: after `finish()` and on errors.
     fn drop(&mut self) {
-        // finish() consumed nothing on failure paths: remove the temporary body.
         if let Ok(w) = self.inner.try_borrow() {
             let _ = std::fs::remove_file(&w.body_path);
+            crate::outputs::done_with(&w.body_path);
         }
     }
-}
-
-fn temp_beside(path: &Path, what: &str) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into());
-    path.with_file_name(format!(".{name}.{what}.{}", std::process::id()))
 }
 
 impl TraceSink for Sink {

@@ -521,10 +521,11 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
             return Err(SpecError::new("trace", dir.display().to_string(), "an existing directory").into());
         }
     }
-    if let Some(p) = &a.out {
-        crate::check_output_path("out", p)?;
-    }
+    let out = a.out.as_deref().map(|p| crate::outputs::check("out", p)).transpose()?;
     let plot_file = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
+    if let (Some(o), Some(p)) = (&a.out, &a.plot) {
+        crate::outputs::distinct(&[("out", o), ("plot", p)])?;
+    }
     if a.trace.is_some() {
         drop(schedlab_host::tracefs::Instance::open(64).map_err(|e| Failure::Host(format!("validate --trace: {e}")))?);
     }
@@ -599,19 +600,11 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     if let Some(p) = plot_file {
         p.write(&plot(&header, &rows))?;
     }
-    match &a.out {
-        Some(p) => write_atomically(p, &text)?,
+    match &out {
+        Some(p) => crate::outputs::write_atomically("out", p, text.as_bytes()).map_err(Failure::Run)?,
         None => print!("{text}"),
     }
     Ok(())
-}
-
-fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Failure::Run(format!("writing {}: {e}", path.display()))
-    })
 }
 
 /// The first real run of a row with the scheduler tracepoints on, in a private
@@ -645,7 +638,7 @@ fn trace_comparison(dir: &Path, row: &SuiteRow, real_text: &str, sim: &SimSide) 
     let base = dir.join(slug(&row.name));
     let real_path = PathBuf::from(format!("{}.real.txt", base.display()));
     let sim_path = PathBuf::from(format!("{}.sim.txt", base.display()));
-    write_atomically(&real_path, real_text)?;
+    crate::outputs::write_atomically("trace", &real_path, real_text.as_bytes()).map_err(Failure::Run)?;
     let tf = crate::tracefile::TraceFile::create(&sim_path, sim.topo.ncpus())?;
     let mut eng = sim.spec(&row.workload, 1).engine();
     eng.set_trace(Box::new(tf.sink()));

@@ -464,3 +464,90 @@ fn bench_json_reports_every_scenario() {
     }
     assert!(rows.iter().any(|r| r["tasks"].as_u64() == Some(10_001)), "the 10 000-task scenario (and its main task)");
 }
+
+/// Every output path is checked before the run: a directory, a device, a FIFO, a
+/// missing directory or one file named by two outputs is refused with one line and
+/// exit status 2, and nothing is created or replaced.
+#[test]
+fn output_paths_are_checked_before_any_work() {
+    let dir = tmp("outputs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let same = dir.join("same.svg");
+    let same_again = dir.join(".").join("same.svg");
+    let missing = dir.join("no/such/dir/t.trace");
+    let dir_svg = dir.join("d.svg");
+    std::fs::create_dir_all(&dir_svg).unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "--trace", dir.to_str().unwrap()], "directory"),
+        (vec!["run", "--trace", "/dev/null"], "device"),
+        (vec!["run", "--trace", fifo.to_str().unwrap()], "FIFO"),
+        (vec!["run", "--trace", missing.to_str().unwrap()], "does not exist"),
+        (vec!["run", "--trace", same.to_str().unwrap(), "--plot", same_again.to_str().unwrap()], "different file"),
+        (vec!["run", "--plot", dir.to_str().unwrap()], "svg"),
+        (vec!["calibrate", "--quick", "--out", dir.to_str().unwrap()], "directory"),
+        (vec!["compare", "--base", "fifo", "--new", "fifo", "--plot", dir_svg.to_str().unwrap()], "directory"),
+    ];
+    for (mut args, needle) in cases {
+        if args[0] == "run" {
+            args.extend(["--workload", "hackbench loops=5"]);
+        }
+        let o = schedlab(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(stdout(&o).is_empty(), "{args:?}");
+    }
+    assert!(!same.exists());
+    let mut left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, vec![std::ffi::OsString::from("d.svg"), std::ffi::OsString::from("fifo")], "nothing else created");
+}
+
+/// A symlinked output is followed: its target gets the output, the link stays.
+#[test]
+fn a_symlinked_output_writes_its_target() {
+    let dir = tmp("symlinked");
+    std::fs::create_dir_all(&dir).unwrap();
+    let target = dir.join("real.trace");
+    std::fs::write(&target, "old").unwrap();
+    let link = dir.join("link.trace");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("real.trace", &link).unwrap();
+    let o = schedlab(&["run", "--workload", "hackbench groups=1 loops=2 fds=2", "--trace", link.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(&target).unwrap().starts_with("# tracer: nop"));
+}
+
+/// Ctrl-C in the middle of a traced run: exit status 130, no trace, no temporary
+/// file left beside it.
+#[test]
+fn an_interrupted_run_leaves_nothing_behind() {
+    let dir = tmp("interrupted");
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("k.trace");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["run", "--workload", "hackbench loops=1000000", "--trace", trace.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run is writing its temporary body.
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&dir).unwrap().next().is_none() {
+        assert!(started.elapsed().as_secs() < 30, "the run never started writing");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
