@@ -13,7 +13,6 @@ use crate::Failure;
 
 /// Default main job: the steal seed's machine and benchmark, at a tenth of its loops.
 pub const DEFAULT_TOPOLOGY: &str = "x6-2-20";
-pub const DEFAULT_MACHINE: &str = "broadwell-ep";
 pub const DEFAULT_POLICY: &str = "cfs@4.19";
 pub const DEFAULT_WORKLOAD: &str = "hackbench groups=1 loops=10000 ipc=socket mode=process";
 
@@ -58,10 +57,10 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
         /// Trace buffer per CPU, in KiB.
-        #[arg(long, default_value_t = 16384)]
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<u32>, default_value_t = 16384)]
         buffer_kb: u32,
         /// Kill the command's whole session after this many seconds.
-        #[arg(long, default_value_t = 60)]
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 60)]
         timeout_s: u64,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
@@ -74,13 +73,13 @@ pub enum Command {
         /// Workload spec, the same as for `run`.
         #[arg(long, default_value = "hackbench groups=1 loops=2000 ipc=pipe")]
         workload: String,
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 1)]
         runs: u64,
         /// Run on these CPUs only (sched_setaffinity), e.g. 0 or 0-1.
         #[arg(long)]
         cpus: Option<String>,
         /// Kill a run's whole session after this many seconds.
-        #[arg(long, default_value_t = 120)]
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 120)]
         timeout_s: u64,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -102,7 +101,7 @@ pub enum Command {
         #[arg(long)]
         list: bool,
         /// Runs per side (default: the experiment's).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>)]
         runs: Option<u64>,
         /// A smaller run for a quick look: the value of the experiment's scale key
         /// (loops= for hackbench, mb= for pft, scale= for make) instead of the
@@ -114,7 +113,7 @@ pub enum Command {
         rows: Option<Vec<String>>,
         /// With `all`: run each experiment at this fraction of its published scale
         /// (its scale key times the fraction, at least 1).
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, allow_negative_numbers = true, value_parser = number, default_value_t = 1.0)]
         fraction: f64,
         /// Draw published vs simulated per row into this .svg or .png file.
         #[arg(long)]
@@ -122,7 +121,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// Simulations run at once (default: every core); results do not depend on it.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>)]
         jobs: Option<usize>,
     },
     /// Measure the simulator's speed on fixed scenarios.
@@ -131,13 +130,23 @@ pub enum Command {
         #[arg(long)]
         quick: bool,
         /// Run only scenario N in this process (used by bench itself).
-        #[arg(long, hide = true)]
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>, hide = true)]
         one: Option<usize>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         #[arg(long, hide = true, default_value = "cfs@4.19")]
         policy: String,
     },
+}
+
+/// A whole-number flag, refused in the same words as every other field.
+fn whole<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.parse().map_err(|_| "expected a whole number (0, 1, 2, ...)".to_string())
+}
+
+/// A decimal-number flag.
+fn number(s: &str) -> Result<f64, String> {
+    s.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| "expected a number such as 0.5".to_string())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -165,9 +174,12 @@ pub struct RunArgs {
     /// NxLxCxT, a preset name or host.
     #[arg(long, default_value = DEFAULT_TOPOLOGY)]
     pub topology: String,
-    /// Machine cost profile: a shipped name (broadwell-ep, cascadelake, zen1, kvm-haswell) or a .toml path.
-    #[arg(long, default_value = DEFAULT_MACHINE)]
-    pub machine: String,
+    /// Machine cost profile: a shipped name (broadwell-ep, cascadelake, zen1,
+    /// kvm-haswell, rpi5) or a .toml path. Default: a preset's own machine
+    /// (x6-2-20 and x6-2-56: broadwell-ep, cascadelake-2s: cascadelake, ryzen-1700:
+    /// zen1, kvm-4 and kvm-2: kvm-haswell, rpi5: rpi5), else broadwell-ep.
+    #[arg(long)]
+    pub machine: Option<String>,
     /// Scheduling policy, e.g. fifo.
     #[arg(long, default_value = DEFAULT_POLICY)]
     pub policy: String,
@@ -175,13 +187,13 @@ pub struct RunArgs {
     #[arg(long, default_value = DEFAULT_WORKLOAD)]
     pub workload: String,
     /// Run seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 1)]
     pub seed: u64,
     /// A policy tunable by its kernel name, name=value (repeatable).
     #[arg(long = "sysctl", value_name = "NAME=VALUE")]
     pub sysctls: Vec<String>,
     /// CONFIG_HZ of the simulated kernel.
-    #[arg(long, default_value_t = 250)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 250)]
     pub hz: u64,
     /// Preemption model of the simulated kernel (the kernel's preempt= names):
     /// none, voluntary, full, or lazy (6.13+). Default: none (the Kconfig default),
@@ -217,8 +229,9 @@ pub struct CompareArgs {
     pub new: String,
     #[arg(long, default_value = DEFAULT_TOPOLOGY)]
     pub topology: String,
-    #[arg(long, default_value = DEFAULT_MACHINE)]
-    pub machine: String,
+    /// Machine cost profile (default: as for `run`).
+    #[arg(long)]
+    pub machine: Option<String>,
     /// Workload spec; the varied key is added per row.
     #[arg(long, default_value = "hackbench loops=10000")]
     pub workload: String,
@@ -226,11 +239,11 @@ pub struct CompareArgs {
     #[arg(long)]
     pub vary: Option<String>,
     /// Runs (seeds) per side and row.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 5)]
     pub runs: u64,
     #[arg(long = "sysctl", value_name = "NAME=VALUE")]
     pub sysctls: Vec<String>,
-    #[arg(long, default_value_t = 250)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 250)]
     pub hz: u64,
     /// Preemption model: none, voluntary, full or lazy (default: none, or the
     /// host's with --topology host).
@@ -240,7 +253,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub autogroup: Option<String>,
     /// First seed; runs use seed, seed+1, ...
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 1)]
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub format: CompareFormat,
@@ -248,7 +261,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Simulations run at once (default: every core); results do not depend on it.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>)]
     pub jobs: Option<usize>,
 }
 
@@ -258,7 +271,7 @@ pub struct ValidateArgs {
     #[arg(long, default_value = "host-default")]
     pub suite: String,
     /// Real and simulated runs per row (default: the suite's).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub runs: Option<u64>,
     /// Only these rows (names or their file-name forms, comma-separated).
     #[arg(long, value_delimiter = ',')]
@@ -280,7 +293,7 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub autogroup: Option<String>,
     /// CONFIG_HZ of the simulated kernel (this project's hosts run HZ=250).
-    #[arg(long, default_value_t = 250)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 250)]
     pub hz: u64,
     /// Run the real side on these CPUs only, and simulate the host topology's part on them.
     #[arg(long)]
@@ -297,7 +310,7 @@ pub struct ValidateArgs {
     pub out: Option<PathBuf>,
     /// Simulations run at once (default: every core; the real runs are always one
     /// at a time); results do not depend on it.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>)]
     pub jobs: Option<usize>,
     #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
     pub format: ValidateFormat,
@@ -325,7 +338,7 @@ impl RunSpec {
     /// Validates every input before anything runs or is written.
     pub fn from_args(a: &RunArgs) -> Result<RunSpec, SpecError> {
         let topo = parse_topology(&a.topology)?;
-        let machine = crate::machines::load(&a.machine)?;
+        let machine = crate::machines::load_for(a.machine.as_deref(), &a.topology)?;
         let sysctls = parse_sysctls(&a.sysctls)?;
         // Build once to validate the name and sysctls.
         let policy = schedlab_policies::policy_by_name(&a.policy, &sysctls)?;
@@ -477,7 +490,7 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
     }
     let c = crate::compare::Comparison {
         topo: parse_topology(&a.topology)?,
-        machine: crate::machines::load(&a.machine)?,
+        machine: crate::machines::load_for(a.machine.as_deref(), &a.topology)?,
         base: a.base.clone(),
         new: a.new.clone(),
         others: Vec::new(),
@@ -491,6 +504,14 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
         first_seed: a.seed,
     };
     c.validate()?;
+    if a.format == CompareFormat::Ministat && a.runs < 3 {
+        return Err(SpecError::new(
+            "runs",
+            a.runs.to_string(),
+            "at least 3 with --format ministat (its test needs 3 runs per side)",
+        )
+        .into());
+    }
     let plot = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
     let rows = c.run(crate::parallel::threads(a.jobs)?)?;
     if let Some(p) = plot {

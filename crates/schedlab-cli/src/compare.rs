@@ -189,6 +189,17 @@ impl Comparison {
 
     /// Checks every input (policies, sysctls, workloads) before any run starts.
     pub fn validate(&self) -> Result<(), SpecError> {
+        if let Some((k, values)) = &self.vary {
+            let set_already =
+                self.workload.split_whitespace().skip(1).any(|t| t.split_once('=').is_some_and(|(key, _)| key == k));
+            if set_already {
+                return Err(SpecError::new(
+                    "vary",
+                    format!("{k}={}", values.join(",")),
+                    format!("a key the workload does not set already (--workload sets {k}=; drop it there)"),
+                ));
+            }
+        }
         for p in self.policies() {
             let policy = schedlab_policies::policy_by_name(p, &self.sysctls)?;
             crate::cli::check_preempt_for(self.preempt, p, policy.as_ref())?;

@@ -45,7 +45,10 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => return flag_error(e),
+    };
     match cli::dispatch(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Input(e)) => {
@@ -61,6 +64,25 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// A command line clap cannot take: help and version print as clap prints them;
+/// anything else is one line (what clap says first, which names the flag and the
+/// value) and exit status 2. Numeric flags accept a leading '-' as a value, so a
+/// negative number is reported as an invalid value of its flag.
+fn flag_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::from(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
+    }
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("invalid command line").trim_start_matches("error: ");
+    eprintln!("schedlab: error: {first} (see --help)");
+    ExitCode::from(2)
 }
 
 /// `schedlab record`: a real command's scheduler events, written only if the

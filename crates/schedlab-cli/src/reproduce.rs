@@ -234,15 +234,16 @@ impl Experiment {
                 .collect::<Vec<_>>()
                 .join(" ");
         }
-        let values: Vec<String> =
-            self.rows.iter().map(|r| r.vary.clone()).filter(|v| only.is_none_or(|o| o.contains(v))).collect();
-        if values.is_empty() {
+        let known: Vec<&str> = self.rows.iter().map(|r| r.vary.as_str()).collect();
+        if let Some(unknown) = only.and_then(|o| o.iter().find(|v| !known.contains(&v.as_str()))) {
             return Err(SpecError::new(
                 "rows",
-                only.map(|o| o.join(",")).unwrap_or_default(),
-                "values among the experiment's rows",
+                unknown,
+                format!("values among the experiment's rows ({} = {})", self.vary, known.join(", ")),
             ));
         }
+        let values: Vec<String> =
+            self.rows.iter().map(|r| r.vary.clone()).filter(|v| only.is_none_or(|o| o.contains(v))).collect();
         Ok(Comparison {
             topo: parse_topology(&self.topology)?,
             machine: crate::machines::load(&self.machine)?,

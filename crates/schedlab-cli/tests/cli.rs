@@ -551,3 +551,52 @@ fn an_interrupted_run_leaves_nothing_behind() {
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Flag mistakes found by trying the CLI as a new user: each is one line naming
+/// the field, the value and the accepted form, exit status 2, before any work.
+#[test]
+fn flag_mistakes_get_one_clear_line() {
+    for (args, needles) in [
+        (vec!["run", "--seed", "-1"], vec!["--seed", "-1", "whole number"]),
+        (vec!["run", "--hz", "-5"], vec!["--hz", "-5", "whole number"]),
+        (vec!["reproduce", "steal", "--fraction", "x"], vec!["--fraction", "'x'", "number"]),
+        (
+            vec!["compare", "--base", "fifo", "--new", "fifo", "--format", "ministat", "--runs", "2"],
+            vec!["runs", "'2'", "at least 3"],
+        ),
+        (vec!["reproduce", "steal", "--rows", "1,99"], vec!["rows", "'99'", "groups = 1, 2, 3, 4, 8"]),
+        (
+            vec!["compare", "--base", "fifo", "--new", "fifo", "--workload", "hackbench loops=5", "--vary", "loops=1,2"],
+            vec!["vary", "loops=1,2", "does not set already"],
+        ),
+        (vec!["run", "--policy", "cfs@4.19+STEAL+NO_STEAL"], vec!["NO_STEAL", "each switch once"]),
+        (vec!["run", "--topology", "64x64x64x4"], vec!["64x64x64x4", "at most 65536 CPUs in all", "1048576"]),
+        (vec!["run", "--nosuch"], vec!["--nosuch"]),
+    ] {
+        let o = schedlab(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(stdout(&o).is_empty(), "{args:?}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: {n} not in {err}");
+        }
+    }
+}
+
+/// Without --machine a topology preset runs on its own machine's costs; the
+/// host topology warns that its costs are not known without `calibrate`.
+#[test]
+fn a_preset_runs_on_its_own_machine_profile() {
+    let json = |args: &[&str]| {
+        let mut all = vec!["run", "--workload", "hackbench groups=1 loops=5", "--format", "json"];
+        all.extend(args);
+        let o = schedlab(&all);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str::<serde_json::Value>(&stdout(&o)).unwrap()
+    };
+    assert_eq!(json(&["--topology", "ryzen-1700"])["machine"], "zen1");
+    assert_eq!(json(&["--topology", "rpi5", "--policy", "eevdf@6.18"])["machine"], "rpi5");
+    assert_eq!(json(&["--topology", "1x1x4x2"])["machine"], "broadwell-ep");
+    assert_eq!(json(&["--topology", "ryzen-1700", "--machine", "cascadelake"])["machine"], "cascadelake");
+}

@@ -63,7 +63,8 @@ pub const PRESETS: &[(&str, &str, Numbering, &str)] = &[
     ("kvm-2", "1x1x2x1", Numbering::SiblingsAdjacent, "2-vCPU KVM guest (steal seed, fixtures)"),
 ];
 
-const SPEC_FORM: &str = "NxLxCxT (nodes x LLCs per node x cores per LLC x threads per core, each 1..=4096, e.g. 1x1x10x2), \
+const SPEC_FORM: &str = "NxLxCxT (nodes x LLCs per node x cores per LLC x threads per core, each 1..=4096, \
+at most 65536 CPUs in all, e.g. 1x1x10x2), \
 a preset (x6-2-20, x6-2-56, cascadelake-2s, ryzen-1700, kvm-4, kvm-2, rpi5) or host";
 
 /// Largest machine accepted, so a typo cannot ask for a billion CPUs.
@@ -77,6 +78,10 @@ impl Topology {
             return Ok(Topology::regular(name, dims, numbering, 10, 21));
         }
         let dims = parse_dims(spec).ok_or_else(|| SpecError::new("topology", spec, SPEC_FORM))?;
+        let total: usize = dims.iter().product();
+        if total > MAX_CPUS {
+            return Err(SpecError::new("topology", spec, format!("at most {MAX_CPUS} CPUs in all (this is {total})")));
+        }
         Ok(Topology::regular(spec, dims, Numbering::ThreadMajor, 10, 21))
     }
 
@@ -279,8 +284,9 @@ fn parse_dims(spec: &str) -> Option<[usize; 4]> {
         }
         *d = v;
     }
-    let total = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
-    (total <= MAX_CPUS).then_some(dims)
+    // Each part is at most 4096, so the product fits a usize; the total is checked
+    // by the caller, which names it.
+    Some(dims)
 }
 
 /// Parses a kernel CPU list such as `0-3,8,10-11`.
@@ -343,11 +349,14 @@ mod tests {
 
     #[test]
     fn bad_specs_name_the_value() {
-        for bad in ["", "2x2", "0x1x1x1", "1x1x1x1x1", "axbxcxd", "4096x4096x4096x4096", "nosuch"] {
+        for bad in ["", "2x2", "0x1x1x1", "1x1x1x1x1", "axbxcxd", "1x1x5000x1", "nosuch"] {
             let e = Topology::parse(bad).unwrap_err();
             assert_eq!(e.value, bad);
             assert!(e.expected.contains("NxLxCxT"));
         }
+        // Every part in range but too many CPUs in all: the cap and the total are named.
+        let e = Topology::parse("4096x4096x4096x4096").unwrap_err();
+        assert!(e.expected.contains("at most 65536 CPUs in all") && e.expected.contains("281474976710656"), "{e}");
     }
 
     #[test]

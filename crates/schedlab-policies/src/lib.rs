@@ -31,6 +31,18 @@ pub fn policy_by_name(name: &str, sysctls: &[(String, String)]) -> Result<Box<dy
         None => (name, None),
     };
     let known = POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", ");
+    // A switch given twice, or on and off (`+STEAL+NO_STEAL`), is refused rather
+    // than resolved by its last mention.
+    if let Some(f) = features {
+        let mut seen: Vec<(&str, &str)> = Vec::new();
+        for given in f.split('+') {
+            let switch = given.strip_prefix("NO_").unwrap_or(given);
+            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == switch) {
+                return Err(SpecError::new("policy feature", given, format!("each switch once (given as {first} and {given})")));
+            }
+            seen.push((switch, given));
+        }
+    }
     match base {
         "fifo" => {
             if let Some(f) = features {
