@@ -196,9 +196,10 @@ pub struct MachineProfile {
     /// again on the core it last ran on finds its working set warm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheProfile>,
-    /// Memory bandwidth of one NUMA node, MB/s (used by memory-bound workloads).
-    #[serde(default)]
-    pub node_mem_bw_mbps: u64,
+    /// Memory bandwidth of one NUMA node, MB/s (used by memory-bound workloads);
+    /// absent: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_mem_bw_mbps: Option<u64>,
     /// Throughput of one core with two hardware threads busy, in per cent of one
     /// thread alone (e.g. 125): each of `k` busy threads of a core then runs at
     /// `min(1, pct / 100 / k)` of its alone speed. Absent: hardware threads do not
@@ -257,7 +258,7 @@ impl MachineProfile {
                 per_cpu_scanned_cross_llc_ns: None,
                 per_rq_lock_cross_llc_ns: None,
             },
-            node_mem_bw_mbps: 50_000,
+            node_mem_bw_mbps: Some(50_000),
             smt_throughput_pct: None,
             cache: None,
         }
@@ -282,14 +283,73 @@ impl MachineProfile {
                 format!("a TOML machine profile with the fields of machines/broadwell-ep.toml ({})", e.message()),
             )
         })?;
-        if let Some(c) = &profile.cache {
-            for (field, bytes) in [("cache.l2_bytes", c.l2_bytes), ("cache.llc_bytes", c.llc_bytes)] {
-                if bytes == 0 {
-                    return Err(SpecError::new(field, "0", format!("a cache size in bytes, at least 1 (in {origin})")));
-                }
+        profile.check(origin)?;
+        Ok(profile)
+    }
+
+    /// Every cost within what a real machine could measure: an operation that
+    /// must cost something at least 1 ns, nothing beyond a physical bound (10 ms
+    /// for one kernel operation, 100 ms for a fork or a cache refill). The error
+    /// names the field, its value and the accepted range.
+    pub fn check(&self, origin: &str) -> Result<(), SpecError> {
+        const OP_NS: u64 = 10_000_000;
+        const BIG_NS: u64 = 100_000_000;
+        let m = &self.migration;
+        let o = &self.sched_ops;
+        let fields: Vec<(&str, u64, u64, u64, &str)> = vec![
+            ("context_switch_ns", self.context_switch_ns, 1, OP_NS, "ns"),
+            ("syscall_ns", self.syscall_ns, 1, OP_NS, "ns"),
+            ("copy_ps_per_byte", self.copy_ps_per_byte, 1, 1_000_000, "ps per byte"),
+            ("pipe_op_ns", self.pipe_op_ns, 1, OP_NS, "ns"),
+            ("unix_send_ns", self.unix_send_ns, 1, OP_NS, "ns"),
+            ("unix_recv_ns", self.unix_recv_ns, 1, OP_NS, "ns"),
+            ("unix_send_remote_ns", self.unix_send_remote_ns, 0, OP_NS, "ns"),
+            ("unix_recv_remote_ns", self.unix_recv_remote_ns, 0, OP_NS, "ns"),
+            ("unix_send_cold_ns", self.unix_send_cold_ns, 0, OP_NS, "ns"),
+            ("unix_recv_cold_ns", self.unix_recv_cold_ns, 0, OP_NS, "ns"),
+            ("unix_cold_bytes", self.unix_cold_bytes, 0, 1 << 40, "bytes"),
+            ("pipe_write_cold_ns", self.pipe_write_cold_ns, 0, OP_NS, "ns"),
+            ("pipe_read_cold_ns", self.pipe_read_cold_ns, 0, OP_NS, "ns"),
+            ("pipe_cold_bytes", self.pipe_cold_bytes, 0, 1 << 40, "bytes"),
+            ("tcp_send_ns", self.tcp_send_ns, 1, OP_NS, "ns"),
+            ("tcp_recv_ns", self.tcp_recv_ns, 1, OP_NS, "ns"),
+            ("wakeup_ns", self.wakeup_ns, 1, OP_NS, "ns"),
+            ("wakeup_remote_ns", self.wakeup_remote_ns, 0, OP_NS, "ns"),
+            ("ipi_send_ns", self.ipi_send_ns, 0, OP_NS, "ns"),
+            ("ipi_send_idle_ns", self.ipi_send_idle_ns.unwrap_or(0), 0, OP_NS, "ns"),
+            ("ipi_latency_ns", self.ipi_latency_ns, 0, OP_NS, "ns"),
+            ("ipi_receive_ns", self.ipi_receive_ns, 0, OP_NS, "ns"),
+            ("idle_exit_ns", self.idle_exit_ns, 0, OP_NS, "ns"),
+            ("fork_ns", self.fork_ns, 1, BIG_NS, "ns"),
+            ("clone_ns", self.clone_ns, 1, BIG_NS, "ns"),
+            ("exit_ns", self.exit_ns, 1, BIG_NS, "ns"),
+            ("cache_line_ns", self.cache_line_ns, 0, 100_000, "ns"),
+            ("cache_line_remote_ns", self.cache_line_remote_ns, 0, 100_000, "ns"),
+            ("migration.smt_ns", m.smt_ns, 0, BIG_NS, "ns"),
+            ("migration.llc_ns", m.llc_ns, 0, BIG_NS, "ns"),
+            ("migration.cross_llc_ns", m.cross_llc_ns, 0, BIG_NS, "ns"),
+            ("migration.cross_node_ns", m.cross_node_ns, 0, BIG_NS, "ns"),
+            ("sched_ops.per_cpu_scanned_ns", o.per_cpu_scanned_ns, 0, 1_000_000, "ns"),
+            ("sched_ops.per_rq_lock_ns", o.per_rq_lock_ns, 0, 1_000_000, "ns"),
+            ("sched_ops.per_task_examined_ns", o.per_task_examined_ns, 0, 1_000_000, "ns"),
+            ("sched_ops.per_cpu_scanned_cross_llc_ns", o.per_cpu_scanned_cross_llc_ns.unwrap_or(0), 0, 1_000_000, "ns"),
+            ("sched_ops.per_rq_lock_cross_llc_ns", o.per_rq_lock_cross_llc_ns.unwrap_or(0), 0, 1_000_000, "ns"),
+        ];
+        let optional: Vec<(&str, Option<u64>, u64, u64, &str)> = vec![
+            ("node_mem_bw_mbps", self.node_mem_bw_mbps, 1, 100_000_000, "MB/s (leave it out for unlimited)"),
+            ("smt_throughput_pct", self.smt_throughput_pct, 50, 200, "per cent of one thread alone"),
+            ("cache.l2_bytes", self.cache.as_ref().map(|c| c.l2_bytes), 1, 1 << 40, "bytes"),
+            ("cache.llc_bytes", self.cache.as_ref().map(|c| c.llc_bytes), 1, 1 << 40, "bytes"),
+            ("cache.llc_line_ps", self.cache.as_ref().map(|c| c.llc_line_ps), 0, 1_000_000_000, "ps"),
+            ("cache.dram_line_ps", self.cache.as_ref().map(|c| c.dram_line_ps), 0, 1_000_000_000, "ps"),
+        ];
+        let given = optional.into_iter().filter_map(|(f, v, lo, hi, unit)| v.map(|v| (f, v, lo, hi, unit)));
+        for (field, v, lo, hi, unit) in fields.into_iter().chain(given) {
+            if !(lo..=hi).contains(&v) {
+                return Err(SpecError::new(field, v.to_string(), format!("{lo} to {hi} {unit} (in {origin})")));
             }
         }
-        Ok(profile)
+        Ok(())
     }
 
     /// Writes the profile as TOML (used by `schedlab calibrate`).
@@ -320,5 +380,27 @@ mod tests {
         let e = MachineProfile::from_toml(&zero, "x.toml").unwrap_err();
         assert_eq!(e.field, "cache.l2_bytes");
         assert_eq!(e.value, "0");
+    }
+
+    /// A profile whose costs no machine could have is refused, naming the field,
+    /// the value and the accepted range: zero for an operation that must cost
+    /// something, or beyond the physical bound.
+    #[test]
+    fn costs_outside_their_physical_range_are_refused() {
+        for (from, to, field) in [
+            ("context_switch_ns = ", "context_switch_ns = 0 #", "context_switch_ns"),
+            ("context_switch_ns = ", "context_switch_ns = 1000000000000000000 #", "context_switch_ns"),
+            ("syscall_ns = ", "syscall_ns = 0 #", "syscall_ns"),
+            ("fork_ns = ", "fork_ns = 0 #", "fork_ns"),
+            ("node_mem_bw_mbps = ", "node_mem_bw_mbps = 0 #", "node_mem_bw_mbps"),
+        ] {
+            let line = BROADWELL.lines().find(|l| l.starts_with(from)).unwrap_or_else(|| panic!("{from}"));
+            let bad = BROADWELL.replace(line, &line.replacen(from, to, 1));
+            let e = MachineProfile::from_toml(&bad, "x.toml").unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.expected.contains(" to ") && e.expected.contains("x.toml"), "{e}");
+        }
+        let no_bw: String = BROADWELL.lines().filter(|l| !l.starts_with("node_mem_bw_mbps")).collect::<Vec<_>>().join("\n");
+        assert_eq!(MachineProfile::from_toml(&no_bw, "x.toml").unwrap().node_mem_bw_mbps, None, "absent means unlimited");
     }
 }

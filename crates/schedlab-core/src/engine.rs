@@ -350,7 +350,7 @@ impl Engine {
         let phase = cfg.tick_phase_ns.unwrap_or_else(|| SimRng::new(cfg.seed, Stream::TickPhase).range(0, tick_ns - 1));
         let nodes = topo.node_cpus.len();
         let (ncores, nllcs) = (topo.core_cpus.len(), topo.llc_cpus.len());
-        let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.saturating_mul(1_000_000));
+        let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.map_or(0, |mb| mb.saturating_mul(1_000_000)));
         let mut sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         sys.preempt = cfg.preempt;
         let mut e = Engine {

@@ -476,7 +476,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         cache_line_remote_ns: floor(cache_line_ns, 1),
         migration,
         sched_ops,
-        node_mem_bw_mbps,
+        node_mem_bw_mbps: Some(node_mem_bw_mbps),
         // Not measured: a host run cannot isolate one core's two threads reliably.
         smt_throughput_pct: None,
         cache: None,
@@ -1942,7 +1942,7 @@ mod tests {
             assert!(ns > 0 && ns < 50_000_000, "{field} = {ns} ns is implausible");
         }
         assert!((1..=100_000).contains(&p.copy_ps_per_byte), "copy_ps_per_byte {}", p.copy_ps_per_byte);
-        assert!(p.node_mem_bw_mbps > 100, "node_mem_bw_mbps {}", p.node_mem_bw_mbps);
+        assert!(p.node_mem_bw_mbps.is_some_and(|b| b > 100), "node_mem_bw_mbps {:?}", p.node_mem_bw_mbps);
         assert!(p.fork_ns > p.syscall_ns, "fork {} <= syscall {}", p.fork_ns, p.syscall_ns);
         assert!(p.sources.iter().any(|s| s.starts_with("measured: syscall_ns")));
 
