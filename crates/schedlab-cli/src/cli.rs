@@ -368,11 +368,27 @@ impl RunSpec {
 
 /// `NxLxCxT`, a preset, or `host` (read from this machine's sysfs).
 pub fn parse_topology(spec: &str) -> Result<Topology, SpecError> {
-    if spec == "host" {
+    let topo = if spec == "host" {
         let read = |p: &str| std::fs::read_to_string(format!("/sys/devices/system/{p}")).ok();
-        return Topology::from_sysfs(&read);
+        Topology::from_sysfs(&read)?
+    } else {
+        Topology::parse(spec)?
+    };
+    // Refused before anything is built: the domains of a machine this large would
+    // take minutes and gigabytes before the first event.
+    let need = topo.state_bytes_estimate();
+    if need > schedlab_core::topology::MAX_STATE_BYTES {
+        return Err(SpecError::new(
+            "topology",
+            spec,
+            format!(
+                "a machine whose scheduler state fits in {} GiB (this one needs about {:.1} GiB)",
+                schedlab_core::topology::MAX_STATE_BYTES >> 30,
+                need as f64 / (1u64 << 30) as f64
+            ),
+        ));
     }
-    Topology::parse(spec)
+    Ok(topo)
 }
 
 /// `--preempt`: a model by name; unset, the host kernel's own model for

@@ -600,3 +600,23 @@ fn a_preset_runs_on_its_own_machine_profile() {
     assert_eq!(json(&["--topology", "1x1x4x2"])["machine"], "broadwell-ep");
     assert_eq!(json(&["--topology", "ryzen-1700", "--machine", "cascadelake"])["machine"], "cascadelake");
 }
+
+/// Memory grows with the square of the CPUs at most, not their cube: a 4096-CPU
+/// single-LLC machine runs in well under 2 GB (about 570 MB); a 65 536-CPU one is
+/// refused before anything is built, with its estimate.
+#[test]
+fn large_machines_run_in_bounded_memory_or_are_refused_up_front() {
+    let o = schedlab(&["run", "--topology", "1x1x4096x1", "--workload", "hackbench groups=1 loops=2 fds=4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // SAFETY: getrusage on our own (reaped) children fills the struct.
+    let max_rss_kb = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
+        u.ru_maxrss
+    };
+    assert!(max_rss_kb < 2 * 1024 * 1024, "peak RSS of a child: {max_rss_kb} KB");
+    let o = schedlab(&["run", "--topology", "16x16x128x2"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("16x16x128x2") && err.contains("GiB"), "{err}");
+}

@@ -140,7 +140,7 @@ impl Cfs {
             IdleType::Idle => sd.idle_idx,
             IdleType::NewlyIdle => sd.newidle_idx,
         };
-        let groups: Vec<(CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
+        let groups: Vec<(std::sync::Arc<CpuSet>, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
         let prefer_sibling = sd_idx > 0 && self.doms[this_cpu].domains[sd_idx - 1].flags & SD_PREFER_SIBLING != 0;
         let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
         if !self.should_we_balance(sys, this_cpu, &groups[0].0, idle) {

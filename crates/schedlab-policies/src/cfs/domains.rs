@@ -48,6 +48,9 @@
 //! (v4.19 L587), `include/linux/topology.h: cpu_cpu_mask()`, and v4.19
 //! `kernel/sched/sched.h: arch_scale_cpu_capacity()` (L1762).
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use schedlab_core::cpuset::CpuSet;
 use schedlab_core::topology::Topology;
 
@@ -250,7 +253,10 @@ const V5_NEEDS_GROUPS: u32 = SD_BALANCE_NEWIDLE
 /// One group of a domain: a child-domain span (or one CPU at the lowest level).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedGroup {
-    pub span: CpuSet,
+    /// Shared by every CPU whose domains list this group, as the kernel shares its
+    /// `struct sched_group`s: one copy per group instead of one per CPU and group
+    /// (a thousand-CPU LLC would otherwise hold a million spans).
+    pub span: Arc<CpuSet>,
     /// Sum of [`cpu_capacity_orig`] over the span (what `update_group_capacity()` computes
     /// on an otherwise idle machine).
     pub capacity: u64,
@@ -580,7 +586,13 @@ fn sd_init(tl: &TopoLevel, version: KernelVersion, sd_weight: usize, span: CpuSe
 /// Groups of `chains[cpu][level]` for a non-overlapping level (`build_sched_groups()` with
 /// `get_group()`): walk the span from `cpu`, wrapping; each uncovered CPU contributes its
 /// own child-domain span at this level, or itself at the lowest level.
-fn plain_groups(chains: &[Vec<SchedDomain>], level: usize, cpu: usize, caps: &[u64]) -> Vec<SchedGroup> {
+fn plain_groups(
+    chains: &[Vec<SchedDomain>],
+    level: usize,
+    cpu: usize,
+    caps: &[u64],
+    shared: &mut BTreeMap<(usize, usize), SchedGroup>,
+) -> Vec<SchedGroup> {
     let ncpus = chains.len();
     let span = &chains[cpu][level].span;
     let mut covered = CpuSet::new(ncpus);
@@ -591,15 +603,22 @@ fn plain_groups(chains: &[Vec<SchedDomain>], level: usize, cpu: usize, caps: &[u
         }
         // A CPU whose chain stopped below this level has a blank domain here with no child
         // (asymmetric machines only): its group is the CPU alone, as at the lowest level.
-        let group_span = if level > 0 && chains[i].len() > level {
-            chains[i][level - 1].span.clone()
-        } else {
-            let mut one = CpuSet::new(ncpus);
-            one.set(i);
-            one
-        };
-        covered.union_with(&group_span);
-        groups.push(make_group(group_span.clone(), &group_span, caps));
+        let from_child = level > 0 && chains[i].len() > level;
+        // The groups of a non-overlapping level partition it: the group of CPU i is
+        // the same for every CPU whose domain holds it, named here by its first CPU.
+        let first = if from_child { chains[i][level - 1].span.next_from(0).unwrap_or(i) } else { i };
+        let g = shared.entry((level, first)).or_insert_with(|| {
+            let group_span = if from_child {
+                chains[i][level - 1].span.clone()
+            } else {
+                let mut one = CpuSet::new(ncpus);
+                one.set(i);
+                one
+            };
+            make_group(Arc::new(group_span.clone()), &group_span, caps)
+        });
+        covered.union_with(&g.span);
+        groups.push(g.clone());
     }
     groups
 }
@@ -644,7 +663,7 @@ fn overlap_groups(
         let group_span = if sibling > 0 { chain[sibling - 1].span.clone() } else { chain[sibling].span.clone() };
         covered.union_with(&group_span);
         let balance = balance_mask(chains, sibling, &group_span);
-        groups.push(make_group(group_span, &balance, caps));
+        groups.push(make_group(Arc::new(group_span), &balance, caps));
     }
     groups
 }
@@ -663,7 +682,7 @@ fn balance_mask(chains: &[Vec<SchedDomain>], level: usize, group_span: &CpuSet) 
 
 /// A group with its summed capacity and the first CPU of `balance` (of the span if the
 /// balance mask came out empty, which the kernel warns about).
-fn make_group(span: CpuSet, balance: &CpuSet, caps: &[u64]) -> SchedGroup {
+fn make_group(span: Arc<CpuSet>, balance: &CpuSet, caps: &[u64]) -> SchedGroup {
     let capacity = span.iter().map(|c| caps[c]).sum();
     let balance_cpu = balance.next_from(0).or_else(|| span.next_from(0)).unwrap_or(0);
     let weight = span.count() as u64;
@@ -772,13 +791,14 @@ pub fn build(topo: &Topology, version: KernelVersion) -> Vec<CpuDomains> {
 
     // Groups, built on the complete (not yet pruned) chains.
     let mut all_groups: Vec<Vec<Vec<SchedGroup>>> = Vec::with_capacity(ncpus);
+    let mut shared = BTreeMap::new();
     for (cpu, chain) in chains.iter().enumerate() {
         let mut per_level = Vec::with_capacity(chain.len());
         for (level, tl) in levels.iter().enumerate().take(chain.len()) {
             let groups = if tl.overlap {
                 overlap_groups(&chains, level, cpu, version, &caps)
             } else {
-                plain_groups(&chains, level, cpu, &caps)
+                plain_groups(&chains, level, cpu, &caps, &mut shared)
             };
             per_level.push(groups);
         }
@@ -1095,7 +1115,7 @@ mod tests {
                         }
                         assert_eq!(union, sd.span);
                         if i > 0 {
-                            assert_eq!(sd.groups[0].span, cd.domains[i - 1].span);
+                            assert_eq!(*sd.groups[0].span, cd.domains[i - 1].span);
                         }
                     }
                 }

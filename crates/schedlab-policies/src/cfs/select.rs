@@ -483,7 +483,7 @@ impl Cfs {
                 continue;
             }
             let group = if self.reworked_balancer() {
-                self.find_idlest_group_v5(sys, l, p, cpu).map(|g| self.doms[cpu].domains[l].groups[g].span.clone())
+                self.find_idlest_group_v5(sys, l, p, cpu).map(|g| self.doms[cpu].domains[l].groups[g].span.as_ref().clone())
             } else if self.version == KernelVersion::V3_0 {
                 self.find_idlest_group_v30(sys, cpu, l, p, sd_flag)
             } else {
@@ -528,7 +528,8 @@ impl Cfs {
         let imbalance_scale = 100 + (pct - 100) / 2;
         let imbalance = 1024 * (pct - 100) / 100;
         let numa = sd.flags & SD_NUMA != 0;
-        let groups: Vec<(schedlab_core::cpuset::CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
+        let groups: Vec<(std::sync::Arc<schedlab_core::cpuset::CpuSet>, u64)> =
+            sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
         let (mut idlest, mut most_spare_sg) = (None, None);
         let (mut min_runnable, mut this_runnable) = (u64::MAX, u64::MAX);
         let (mut min_avg, mut this_avg) = (u64::MAX, u64::MAX);
@@ -579,7 +580,7 @@ impl Cfs {
                 return None;
             }
             if most_spare > task_util / 2 {
-                return most_spare_sg;
+                return most_spare_sg.map(|s| s.as_ref().clone());
             }
         }
         idlest.as_ref()?;
@@ -594,7 +595,7 @@ impl Cfs {
         {
             return None;
         }
-        idlest
+        idlest.map(|s| s.as_ref().clone())
     }
 
     /// `find_idlest_group()` (v3.0 sched_fair.c L1569): the remote group with the
@@ -612,7 +613,8 @@ impl Cfs {
         let sd = &self.doms[this_cpu].domains[l];
         let load_idx = if sd_flag == SD_BALANCE_FORK { sd.forkexec_idx } else { sd.wake_idx };
         let imbalance = 100 + (sd.imbalance_pct as u64 - 100) / 2;
-        let groups: Vec<(schedlab_core::cpuset::CpuSet, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
+        let groups: Vec<(std::sync::Arc<schedlab_core::cpuset::CpuSet>, u64)> =
+            sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
         let (mut idlest, mut min_load, mut this_load) = (None, u64::MAX, 0u64);
         let mut scanned = 0;
         for (span, power) in groups {
@@ -638,7 +640,7 @@ impl Cfs {
         if idlest.is_none() || (100 * this_load as u128) < (imbalance as u128 * min_load as u128) {
             return None;
         }
-        idlest
+        idlest.map(|s| s.as_ref().clone())
     }
 
     /// `find_idlest_group_cpu()` (v4.19 L5832): the most recently idled idle CPU
