@@ -124,6 +124,21 @@ pub enum Command {
         #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>)]
         jobs: Option<usize>,
     },
+    /// Run random scenarios (topology, machine, policy and switches, preemption
+    /// model, HZ, autogroup, workload, seed) with every invariant checked; each is
+    /// drawn from the swarm seed and its index, and a failure prints the command
+    /// that reproduces it. Exit status 1 if any failed.
+    Swarm {
+        /// The swarm's seed: the same seed draws the same scenarios.
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 1)]
+        seed: u64,
+        /// How many scenarios.
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 1000)]
+        scenarios: u64,
+        /// Scenarios run at once (default: every core).
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>)]
+        jobs: Option<usize>,
+    },
     /// Measure the simulator's speed on fixed scenarios.
     Bench {
         /// Smaller scenarios (for a smoke test).
@@ -455,6 +470,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Calibrate { name, out, quick } => crate::calibrate_cmd(name, out, quick),
         Command::Record { out, buffer_kb, timeout_s, command } => crate::record_cmd(&out, buffer_kb, timeout_s, &command),
+        Command::Swarm { seed, scenarios, jobs } => crate::swarm::run(seed, scenarios, crate::parallel::threads(jobs)?),
         Command::Bench { quick, one: None, format, .. } => crate::bench::run(quick, format == Format::Json),
         Command::Bench { quick, one: Some(i), policy, .. } => crate::bench::run_one(i, &policy, quick),
         Command::Real { workload, runs, cpus, timeout_s, format, in_process } => {

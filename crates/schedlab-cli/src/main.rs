@@ -12,6 +12,7 @@ mod plotfile;
 mod report;
 mod reproduce;
 mod shipped;
+mod swarm;
 mod tracefile;
 mod validate;
 

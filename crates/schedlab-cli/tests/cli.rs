@@ -620,3 +620,16 @@ fn large_machines_run_in_bounded_memory_or_are_refused_up_front() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("16x16x128x2") && err.contains("GiB"), "{err}");
 }
+
+/// A thousand random scenarios (every policy and switch set, preemption models,
+/// HZ, autogroup, five workloads, topologies up to 4 nodes) hold every invariant;
+/// a bad count is refused.
+#[test]
+fn a_swarm_of_a_thousand_scenarios_holds_every_invariant() {
+    let o = schedlab(&["swarm", "--seed", "20261124", "--scenarios", "1000"]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("1000 scenarios with every invariant checked, 0 failed"), "{}", stdout(&o));
+    let o = schedlab(&["swarm", "--scenarios", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("scenarios"));
+}

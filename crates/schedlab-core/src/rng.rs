@@ -11,6 +11,8 @@ pub enum Stream {
     TieBreak = 2,
     Policy = 3,
     TickPhase = 4,
+    /// `schedlab swarm`'s scenario draws.
+    Swarm = 5,
 }
 
 /// A reproducible generator (PCG-64 MCG, never `StdRng`).

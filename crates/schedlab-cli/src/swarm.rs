@@ -1,0 +1,198 @@
+//! `schedlab swarm`: random scenarios run with every invariant checked, as a
+//! simulation-testing swarm does (TigerBeetle's VOPR, FoundationDB's simulation):
+//! each scenario (topology, machine, policy and switches, preemption model, HZ,
+//! autogroup, workload and seed) is drawn from the swarm seed and its index, so a
+//! whole swarm, or one failing scenario, reruns from one number. A failure is
+//! printed with the `schedlab run ... --check` command that reproduces it.
+
+use std::time::Instant;
+
+use schedlab_core::rng::{SimRng, Stream};
+use schedlab_core::sched::PreemptModel;
+use schedlab_core::RunConfig;
+use schedlab_workloads::Workload;
+
+use crate::cli::{check_preempt_for, check_result, parse_topology, RunSpec};
+use crate::Failure;
+
+/// Most scenarios one swarm may run.
+pub const MAX_SCENARIOS: u64 = 100_000_000;
+
+/// Policies and switch sets a scenario draws from: every modelled scheduler, and
+/// the seeds' and EEVDF's switches.
+const POLICIES: &[&str] = &[
+    "fifo",
+    "cfs@3.0",
+    "cfs@4.19",
+    "cfs@4.19+STEAL",
+    "cfs@4.19+NO_LOAD_RESOLUTION",
+    "cfs@5.10",
+    "cfs@5.10+NUMA_FORK_SPREAD",
+    "cfs@5.15",
+    "cfs@5.15+SCALE_WAKEUP_GRAN",
+    "eevdf@6.6",
+    "eevdf@6.6+NO_RUN_TO_PARITY",
+    "eevdf@6.12",
+    "eevdf@6.12+NO_DELAY_DEQUEUE",
+    "eevdf@6.12+NO_PREEMPT_SHORT",
+    "eevdf@6.18",
+    "eevdf@6.18+HOST_VCPU_PACK",
+    "ule@pre",
+    "ule@post",
+    "4bsd",
+];
+
+const MACHINES: &[&str] = &["broadwell-ep", "cascadelake", "zen1", "kvm-haswell", "rpi5"];
+
+/// One drawn scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub topology: String,
+    pub machine: &'static str,
+    pub policy: &'static str,
+    pub preempt: PreemptModel,
+    pub hz: u64,
+    pub autogroup: bool,
+    pub workload: String,
+    pub seed: u64,
+}
+
+impl Scenario {
+    /// Scenario `index` of the swarm `swarm_seed`.
+    pub fn draw(swarm_seed: u64, index: u64) -> Scenario {
+        let mut r = SimRng::derive(swarm_seed, Stream::Swarm, index);
+        let mut pick = |n: usize| r.range(0, n as u64 - 1) as usize;
+        let dims = [pick(4) + 1, pick(3) + 1, pick(8) + 1, pick(2) + 1];
+        let topology = format!("{}x{}x{}x{}", dims[0], dims[1], dims[2], dims[3]);
+        let machine = MACHINES[pick(MACHINES.len())];
+        let policy = POLICIES[pick(POLICIES.len())];
+        let preempt = [PreemptModel::None, PreemptModel::Voluntary, PreemptModel::Full, PreemptModel::Lazy][pick(4)];
+        let hz = [100, 250, 1000][pick(3)];
+        let autogroup = pick(2) == 1;
+        let workload = match pick(6) {
+            0 | 1 => format!(
+                "hackbench groups={} fds={} loops={} ipc={} mode={}",
+                pick(3) + 1,
+                pick(6) + 1,
+                pick(60) + 1,
+                ["socket", "pipe"][pick(2)],
+                ["process", "thread"][pick(2)]
+            ),
+            2 => format!("pipe loops={} mode={}", pick(300) + 1, ["process", "thread"][pick(2)]),
+            3 => format!(
+                "schbench threads={} workers={} runtime_ms={} warmup_ms=2 sleep_us={} work_us={}",
+                pick(2) + 1,
+                pick(4) + 1,
+                pick(20) + 5,
+                pick(200) + 10,
+                pick(200) + 10
+            ),
+            4 => format!("stress-ng pipe={} timeout_ms={}", pick(4) + 1, pick(10) + 2),
+            _ => format!(
+                "groupmix tasks={} shares={} busy_ms=1 sleep_ms=1 warmup_ms=2 window_ms={}",
+                pick(8) + 1,
+                pick(1024) + 2,
+                pick(10) + 5
+            ),
+        };
+        let seed = r.range(0, 1_000_000);
+        Scenario { topology, machine, policy, preempt, hz, autogroup, workload, seed }
+    }
+
+    /// The command that runs this scenario alone.
+    pub fn command_line(&self) -> String {
+        format!(
+            "schedlab run --topology {} --machine {} --policy {} --preempt {} --hz {} --autogroup {} --workload '{}' --seed {} --check",
+            self.topology,
+            self.machine,
+            self.policy,
+            self.preempt.name(),
+            self.hz,
+            if self.autogroup { "on" } else { "off" },
+            self.workload,
+            self.seed
+        )
+    }
+
+    /// Runs it with every invariant checked. A model the policy does not have
+    /// (preempt=lazy before 6.13) is replaced by none, as a user would be told to.
+    fn run(&self) -> Result<(), String> {
+        let err = |e: Failure| match e {
+            Failure::Input(e) => format!("refused: {e}"),
+            Failure::Host(m) | Failure::Run(m) => m,
+        };
+        let policy = schedlab_policies::policy_by_name(self.policy, &[]).map_err(|e| err(e.into()))?;
+        let preempt =
+            if check_preempt_for(self.preempt, self.policy, policy.as_ref()).is_ok() { self.preempt } else { PreemptModel::None };
+        let spec = RunSpec {
+            topo: parse_topology(&self.topology).map_err(|e| err(e.into()))?,
+            machine: crate::machines::load(self.machine).map_err(|e| err(e.into()))?,
+            policy: self.policy.to_string(),
+            sysctls: Vec::new(),
+            workload: Workload::parse(&self.workload).map_err(|e| err(e.into()))?,
+            cfg: RunConfig {
+                seed: self.seed,
+                hz: self.hz,
+                check: true,
+                preempt,
+                autogroup: self.autogroup,
+                ..RunConfig::default()
+            },
+        };
+        let r = spec.engine().run();
+        check_result(&r, true).map_err(err)
+    }
+}
+
+/// `schedlab swarm`: `scenarios` scenarios of swarm `seed` on `threads` threads;
+/// exit status 1 if any failed.
+pub fn run(seed: u64, scenarios: u64, threads: usize) -> Result<(), Failure> {
+    if !(1..=MAX_SCENARIOS).contains(&scenarios) {
+        return Err(schedlab_core::SpecError::new("scenarios", scenarios.to_string(), format!("1 to {MAX_SCENARIOS}")).into());
+    }
+    let started = Instant::now();
+    let indices: Vec<u64> = (0..scenarios).collect();
+    let results = crate::parallel::map(&indices, threads, "swarm", |&i| {
+        let s = Scenario::draw(seed, i);
+        s.run().err().map(|e| (i, s, e))
+    });
+    let failed: Vec<(u64, Scenario, String)> = results.into_iter().flatten().collect();
+    println!(
+        "swarm seed {seed}: {scenarios} scenarios with every invariant checked, {} failed ({:.1} s)",
+        failed.len(),
+        started.elapsed().as_secs_f64()
+    );
+    for (i, s, e) in &failed {
+        println!("\nscenario {i}: {}\n  {}", s.command_line(), e.replace('\n', "\n  "));
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Run(format!("{} of {scenarios} swarm scenarios failed", failed.len())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_is_a_function_of_the_swarm_seed_and_its_index() {
+        let a = Scenario::draw(7, 3).command_line();
+        assert_eq!(a, Scenario::draw(7, 3).command_line());
+        assert_ne!(a, Scenario::draw(7, 4).command_line());
+        assert_ne!(a, Scenario::draw(8, 3).command_line());
+    }
+
+    /// Every drawn scenario is valid input: the swarm tests the simulator, not its
+    /// own generator.
+    #[test]
+    fn drawn_scenarios_parse() {
+        for i in 0..500 {
+            let s = Scenario::draw(1, i);
+            parse_topology(&s.topology).unwrap();
+            Workload::parse(&s.workload).unwrap_or_else(|e| panic!("{}: {e}", s.workload));
+            schedlab_policies::policy_by_name(s.policy, &[]).unwrap();
+        }
+    }
+}
