@@ -389,16 +389,14 @@ pub fn parse_topology(spec: &str) -> Result<Topology, SpecError> {
     } else {
         Topology::parse(spec)?
     };
-    // Refused before anything is built: the domains of a machine this large would
-    // take minutes and gigabytes before the first event.
+    // The host is read, not parsed: its estimate is checked here.
     let need = topo.state_bytes_estimate();
     if need > schedlab_core::topology::MAX_STATE_BYTES {
         return Err(SpecError::new(
             "topology",
             spec,
             format!(
-                "a machine whose scheduler state fits in {} GiB (this one needs about {:.1} GiB)",
-                schedlab_core::topology::MAX_STATE_BYTES >> 30,
+                "a machine whose scheduler state fits in 4 GiB (this one needs about {:.1} GiB)",
                 need as f64 / (1u64 << 30) as f64
             ),
         ));

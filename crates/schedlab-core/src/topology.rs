@@ -87,6 +87,20 @@ impl Topology {
         if total > MAX_CPUS {
             return Err(SpecError::new("topology", spec, format!("at most {MAX_CPUS} CPUs in all (this is {total})")));
         }
+        // Refused before anything is built: a machine this large would take minutes
+        // and gigabytes before its first event.
+        let need = state_bytes_estimate(dims.map(|d| d as u64));
+        if need > MAX_STATE_BYTES {
+            return Err(SpecError::new(
+                "topology",
+                spec,
+                format!(
+                    "a machine whose scheduler state fits in {} GiB (this one needs about {:.1} GiB)",
+                    MAX_STATE_BYTES >> 30,
+                    need as f64 / (1u64 << 30) as f64
+                ),
+            ));
+        }
         Ok(Topology::regular(spec, dims, Numbering::ThreadMajor, 10, 21))
     }
 
@@ -111,25 +125,14 @@ impl Topology {
         Topology::from_cpus(name, cpus, distance)
     }
 
-    /// An estimate of the memory the largest policy (Linux CFS/EEVDF) needs for
-    /// this machine's scheduling domains and runqueues, in bytes: every CPU's
-    /// domain spans (a bitmap of every CPU per level), its group list per level
-    /// (the groups of non-overlapping levels are shared, those of a NUMA level
-    /// carry a span each) and per-CPU state. Within 15% of the peak RSS measured
-    /// at 4096 and 8192 CPUs (docs/PERFORMANCE.md).
+    /// An estimate of the memory a simulation of this machine needs before any
+    /// task exists, in bytes: see [`state_bytes_estimate`].
     pub fn state_bytes_estimate(&self) -> u64 {
+        let nodes = self.node_cpus.len().max(1) as u64;
+        let llcs = self.llc_cpus.len().max(1) as u64;
+        let cores = self.core_cpus.len().max(1) as u64;
         let n = self.cpus.len() as u64;
-        let span = n.div_ceil(64) * 8 + 64;
-        let nodes = self.node_cpus.len() as u64;
-        let llcs_per_node = (self.llc_cpus.len() as u64).div_ceil(nodes.max(1));
-        let cores_per_llc = (self.core_cpus.len() as u64).div_ceil(self.llc_cpus.len().max(1) as u64);
-        let threads = n.div_ceil(self.core_cpus.len().max(1) as u64);
-        // Group entries per CPU on the non-overlapping levels that exist.
-        let existing = [threads, cores_per_llc, llcs_per_node].into_iter().filter(|&g| g > 1);
-        let plain: u64 = existing.clone().sum();
-        let levels = existing.count() as u64 + u64::from(nodes > 1);
-        let numa = if nodes > 1 { nodes * (48 + span) } else { 0 };
-        n * (levels * span + plain * 34 + numa + 8192)
+        state_bytes_estimate([nodes, llcs.div_ceil(nodes), cores.div_ceil(llcs), n.div_ceil(cores)])
     }
 
     /// Builds the derived spans from per-CPU placement.
@@ -315,6 +318,27 @@ fn parse_dims(spec: &str) -> Option<[usize; 4]> {
     Some(dims)
 }
 
+/// An estimate of the memory a simulation of a regular machine of `dims` (nodes,
+/// LLCs per node, cores per LLC, threads per core) needs before any task exists,
+/// in bytes, for the largest policy (Linux CFS/EEVDF): the topology's own CPU sets
+/// (one bitmap of every CPU per core, LLC and node), every CPU's domain spans (a
+/// bitmap per level), its group list per level (the groups of non-overlapping
+/// levels are shared between CPUs, those of a NUMA level carry a span each) and
+/// per-CPU state. Within 15% of the peak RSS measured at 2048 to 8192 CPUs
+/// (docs/PERFORMANCE.md).
+pub fn state_bytes_estimate(dims: [u64; 4]) -> u64 {
+    let [nodes, llcs_per_node, cores_per_llc, threads] = dims;
+    let n = nodes * llcs_per_node * cores_per_llc * threads;
+    let span = n.div_ceil(64) * 8 + 64;
+    let sets = (nodes * llcs_per_node * cores_per_llc + nodes * llcs_per_node + nodes) * span;
+    let existing = [threads, cores_per_llc, llcs_per_node].into_iter().filter(|&g| g > 1);
+    let plain: u64 = existing.clone().sum();
+    let levels = existing.count() as u64 + u64::from(nodes > 1);
+    let numa = if nodes > 1 { nodes * (48 + span) } else { 0 };
+    let distances = nodes * nodes * 4;
+    sets + distances + n * (levels * span + plain * 34 + numa + 8192)
+}
+
 /// Parses a kernel CPU list such as `0-3,8,10-11`.
 pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     let mut out = Vec::new();
@@ -382,6 +406,7 @@ mod tests {
         }
         // Every part in range but too many CPUs in all: the cap and the total are named.
         let e = Topology::parse("4096x4096x4096x4096").unwrap_err();
+        // (the total is checked before the memory estimate)
         assert!(e.expected.contains("at most 65536 CPUs in all") && e.expected.contains("281474976710656"), "{e}");
     }
 
@@ -394,8 +419,19 @@ mod tests {
             let est = Topology::parse(spec).unwrap().state_bytes_estimate() as f64 / 1e6;
             assert!((est / measured_mb - 1.0).abs() < 0.15, "{spec}: {est:.0} MB against {measured_mb} MB");
         }
-        assert!(Topology::parse("16x16x128x2").unwrap().state_bytes_estimate() > 2 * MAX_STATE_BYTES);
+        assert!(state_bytes_estimate([16, 16, 128, 2]) > 2 * MAX_STATE_BYTES);
+        let e = Topology::parse("16x16x128x2").unwrap_err();
+        assert!(e.expected.contains("GiB"), "{e}");
         assert!(Topology::parse("x6-2-20").unwrap().state_bytes_estimate() < 1 << 20);
+    }
+
+    /// Found by fuzzing (fuzz/run.sh, topology target): 3109 nodes of 21 CPUs
+    /// passed every per-part and total check and then took over 2 GB building its
+    /// node sets; it is now refused before anything is built.
+    #[test]
+    fn fuzz_found_oom_3109x7x3x1_is_refused_up_front() {
+        let e = Topology::parse("3109x7x3x1").unwrap_err();
+        assert!(e.expected.contains("GiB"), "{e}");
     }
 
     #[test]
