@@ -532,6 +532,7 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
         preempt: parse_preempt(a.preempt.as_deref(), &a.topology)?,
         autogroup: parse_autogroup(a.autogroup.as_deref(), &a.topology)?,
         first_seed: a.seed,
+        keep_irq_off: false,
     };
     c.validate()?;
     if a.format == CompareFormat::Ministat && a.runs < 3 {

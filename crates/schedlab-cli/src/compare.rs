@@ -44,7 +44,9 @@ pub struct RunRow {
 }
 
 impl RunRow {
-    pub fn from_result(r: &RunResult, w: &Workload) -> RunRow {
+    /// `keep_irq_off`: keep the run's interrupts-off histograms (a few hundred KB),
+    /// for the layouts that print them merged; most comparisons do not.
+    pub fn from_result(r: &RunResult, w: &Workload, keep_irq_off: bool) -> RunRow {
         let t = r.total();
         let n = r.ncpus as f64;
         let el = r.elapsed_ns().max(1) as f64;
@@ -60,7 +62,7 @@ impl RunRow {
             wasted_pct: 100.0 * r.wasted_ns as f64 / (el * n),
             user_s: r.tasks.iter().map(|t| t.user_ns).sum::<u64>() as f64 / 1e9,
             sys_s: r.tasks.iter().map(|t| t.sys_ns).sum::<u64>() as f64 / 1e9,
-            irq_off: Some(r.irq_off.clone()),
+            irq_off: keep_irq_off.then(|| r.irq_off.clone()),
             throughput: w.throughput(r).map(|(v, _)| v),
             switches: r.tasks.iter().map(|t| t.switches).sum::<u64>() as f64,
             migrations: r.tasks.iter().map(|t| t.migrations).sum::<u64>() as f64,
@@ -154,6 +156,10 @@ pub struct Comparison {
     pub preempt: schedlab_core::sched::PreemptModel,
     pub autogroup: bool,
     pub first_seed: u64,
+    /// Keep every run's interrupts-off histograms (reproduce's ministat layout
+    /// prints them merged per side); without it a run's row stays a few hundred
+    /// bytes, so memory does not grow with `--runs`.
+    pub keep_irq_off: bool,
 }
 
 /// Parses `--vary KEY=V1,V2,...`.
@@ -244,7 +250,7 @@ impl Comparison {
                 },
             };
             let r = spec.engine().run();
-            check_result(&r, false).map(|_| RunRow::from_result(&r, w))
+            check_result(&r, false).map(|_| RunRow::from_result(&r, w, self.keep_irq_off))
         };
         let results = crate::parallel::map(&jobs, threads, "simulating", run_one);
         let sides = self.policies().count();

@@ -258,6 +258,7 @@ impl Experiment {
             preempt: crate::cli::parse_preempt(Some(&self.preempt), &self.topology)?,
             autogroup: false,
             first_seed: 1,
+            keep_irq_off: self.layout == "ministat",
         })
     }
 
