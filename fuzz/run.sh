@@ -6,6 +6,7 @@
 #   fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 600 s, every target)
 #
 # A crash stops the run; libFuzzer leaves the input in fuzz/artifacts/TARGET/.
+# The memory limit is above the 4 GiB a topology may estimate for its state.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-600}"
@@ -20,6 +21,6 @@ fi
 for t in "${targets[@]}"; do
     mkdir -p "corpus/$t"
     echo "== $t: ${seconds} s"
-    cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$seconds" -max_len=65536 -print_final_stats=1
+    cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=8192 -print_final_stats=1
     cargo +nightly fuzz cmin "$t" "corpus/$t"
 done
