@@ -139,6 +139,17 @@ pub enum Command {
         #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>)]
         jobs: Option<usize>,
     },
+    /// Summarise one ftrace recording (real or simulated), or compare two side by
+    /// side: switches, wakeups, migrations, run lengths and wakeup latencies of the
+    /// tasks. Traces are streamed: any size is read in bounded memory.
+    TraceSummary {
+        /// One trace, or two to compare (`-` reads standard input).
+        #[arg(num_args = 1..=2, required = true)]
+        traces: Vec<PathBuf>,
+        /// Only the tasks whose comm starts with this (e.g. hackbench).
+        #[arg(long)]
+        comm: Option<String>,
+    },
     /// Measure the simulator's speed on fixed scenarios.
     Bench {
         /// Smaller scenarios (for a smoke test).
@@ -468,6 +479,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Calibrate { name, out, quick } => crate::calibrate_cmd(name, out, quick),
         Command::Record { out, buffer_kb, timeout_s, command } => crate::record_cmd(&out, buffer_kb, timeout_s, &command),
+        Command::TraceSummary { traces, comm } => crate::trace_summary::run(&traces, comm.as_deref()),
         Command::Swarm { seed, scenarios, jobs } => crate::swarm::run(seed, scenarios, crate::parallel::threads(jobs)?),
         Command::Bench { quick, one: None, format, .. } => crate::bench::run(quick, format == Format::Json),
         Command::Bench { quick, one: Some(i), policy, .. } => crate::bench::run_one(i, &policy, quick),

@@ -13,6 +13,7 @@ mod report;
 mod reproduce;
 mod shipped;
 mod swarm;
+mod trace_summary;
 mod tracefile;
 mod validate;
 

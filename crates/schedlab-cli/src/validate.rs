@@ -21,7 +21,7 @@ use schedlab_core::error::SpecError;
 use schedlab_core::sched::PreemptModel;
 use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
 use schedlab_host::real::{self, RealResult};
-use schedlab_trace::summary::{self, TraceSummary};
+use schedlab_trace::summary;
 use schedlab_workloads::schbench::{REQUEST_LATENCY, WAKEUP_LATENCY};
 use schedlab_workloads::Workload;
 
@@ -645,12 +645,8 @@ fn trace_comparison(dir: &Path, row: &SuiteRow, real_text: &str, sim: &SimSide) 
     let r = eng.run();
     check_result(&r, false)?;
     tf.finish().map_err(Failure::Run)?;
-    let parse = |p: &Path| -> Result<TraceSummary, Failure> {
-        let text = std::fs::read_to_string(p).map_err(|e| Failure::Run(format!("reading {}: {e}", p.display())))?;
-        let lines = schedlab_trace::parse_trace(&text).map_err(|e| Failure::Run(format!("{}: {e}", p.display())))?;
-        let comm = row.workload.main_comm();
-        Ok(TraceSummary::of(&lines, &|c: &str| c.starts_with(comm)))
-    };
+    let comm = row.workload.main_comm();
+    let parse = |p: &Path| crate::trace_summary::summarise(p, &|c: &str| c.starts_with(comm));
     let (rs, ss) = (parse(&real_path)?, parse(&sim_path)?);
     let mut out = format!(
         "\n{} — traces: {} (real, first run) and {} (simulated, seed 1)\n{:<26} {:>12} {:>12} {:>9}\n",

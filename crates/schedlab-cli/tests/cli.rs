@@ -633,3 +633,36 @@ fn a_swarm_of_a_thousand_scenarios_holds_every_invariant() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("scenarios"));
 }
+
+/// `trace-summary`: one recording's figures, two side by side, and a bad trace
+/// refused with the line it failed on.
+#[test]
+fn trace_summary_reads_one_or_two_traces() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/ftrace-hackbench-pipe-g1-l100-2cpu.txt");
+    let f = fixture.to_str().unwrap();
+    let o = schedlab(&["trace-summary", f, "--comm", "sched-messaging"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("switches") && out.contains("2769"), "{out}");
+    let sim = tmp("summary-sim.trace");
+    let o = schedlab(&[
+        "run",
+        "--topology",
+        "kvm-2",
+        "--workload",
+        "hackbench groups=1 loops=100 ipc=pipe",
+        "--trace",
+        sim.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = schedlab(&["trace-summary", f, sim.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("2nd/1st"), "{}", stdout(&o));
+    let bad = tmp("bad.trace");
+    std::fs::write(&bad, "# tracer: nop\nnot a trace line\n").unwrap();
+    let o = schedlab(&["trace-summary", bad.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 2") || err.contains(":2"), "{err}");
+    assert!(stdout(&o).is_empty());
+}

@@ -15,7 +15,7 @@ mod parse;
 pub mod summary;
 mod write;
 
-pub use parse::{parse_line, parse_trace};
+pub use parse::{parse_line, parse_trace, read_trace, TraceReader};
 pub use write::{format_line, header};
 
 /// The sched tracepoints this crate reads and writes: what a recording enables

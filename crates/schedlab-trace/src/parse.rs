@@ -31,8 +31,52 @@ pub fn parse_trace(text: &str) -> Result<Vec<Line>, ParseError> {
     Ok(lines)
 }
 
+/// The events of a trace read line by line from `reader`, in bounded memory
+/// whatever the trace's size: one line's text at a time. Lines without an event
+/// are skipped; a bad line (or a read error) ends the stream with an error naming
+/// its 1-based line number.
+pub fn read_trace<R: std::io::BufRead>(reader: R) -> TraceReader<R> {
+    TraceReader { reader, buf: String::new(), line_no: 0, done: false }
+}
+
+/// See [`read_trace`].
+pub struct TraceReader<R> {
+    reader: R,
+    buf: String,
+    line_no: usize,
+    done: bool,
+}
+
+impl<R: std::io::BufRead> Iterator for TraceReader<R> {
+    type Item = Result<Line, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            self.buf.clear();
+            self.line_no += 1;
+            match self.reader.read_line(&mut self.buf) {
+                Ok(0) => self.done = true,
+                Ok(_) => match parse_numbered(&self.buf, self.line_no) {
+                    Ok(Some(line)) => return Some(Ok(line)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                },
+                Err(e) => {
+                    self.done = true;
+                    let reason = format!("unreadable: {e}");
+                    return Some(Err(ParseError { line_no: self.line_no, line: String::new(), reason }));
+                }
+            }
+        }
+        None
+    }
+}
+
 fn parse_numbered(line: &str, line_no: usize) -> Result<Option<Line>, ParseError> {
-    parse_inner(line).map_err(|reason| ParseError { line_no, line: line.to_string(), reason })
+    parse_inner(line).map_err(|reason| ParseError { line_no, line: line.trim_end_matches(['\n', '\r']).to_string(), reason })
 }
 
 fn parse_inner(line: &str) -> Result<Option<Line>, String> {

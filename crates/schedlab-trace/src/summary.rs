@@ -1,29 +1,52 @@
 //! What a trace says a workload's tasks did, in numbers that compare across a
-//! real recording and a simulated one: per task, switches out, wakeups,
-//! migrations, run lengths (switch-in to switch-out) and wakeup latencies
-//! (sched_waking, or sched_wakeup_new for a new task, to its switch-in).
+//! real recording and a simulated one: per task, switches out, wakeups and
+//! migrations; over all kept tasks, run lengths (switch-in to switch-out) and
+//! wakeup latencies (sched_waking, or sched_wakeup_new for a new task, to its
+//! switch-in). A summary is built one event at a time ([`TraceSummary::add`]), in
+//! memory that grows with the tasks, not with the trace: the distributions are
+//! histograms (3 significant figures).
 
 use std::collections::BTreeMap;
 
+use hdrhistogram::Histogram;
+
 use crate::{Event, Line};
 
-/// One task's counts and distributions.
+/// One task's counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskTrace {
     pub comm: String,
     pub switches: u64,
     pub wakeups: u64,
     pub migrations: u64,
-    pub run_ns: Vec<u64>,
-    pub wakeup_latency_ns: Vec<u64>,
 }
 
 /// The tasks a trace shows, by pid, restricted to those `keep` selects by comm.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct TraceSummary {
     pub tasks: BTreeMap<u32, TaskTrace>,
     /// First and last timestamp of a kept task's event.
     pub span_ns: (u64, u64),
+    /// Run lengths of the kept tasks, ns.
+    pub run_ns: Histogram<u64>,
+    /// Wakeup latencies of the kept tasks, ns.
+    pub wakeup_latency_ns: Histogram<u64>,
+    running_since: BTreeMap<u32, u64>,
+    woken_at: BTreeMap<u32, u64>,
+}
+
+impl Default for TraceSummary {
+    fn default() -> Self {
+        let histogram = || Histogram::new(3).expect("3 significant figures are valid");
+        TraceSummary {
+            tasks: BTreeMap::new(),
+            span_ns: (u64::MAX, 0),
+            run_ns: histogram(),
+            wakeup_latency_ns: histogram(),
+            running_since: BTreeMap::new(),
+            woken_at: BTreeMap::new(),
+        }
+    }
 }
 
 impl TraceSummary {
@@ -31,90 +54,99 @@ impl TraceSummary {
     /// any of its events carries (pid 0, the idle task, never is).
     pub fn of(lines: &[Line], keep: &dyn Fn(&str) -> bool) -> TraceSummary {
         let mut s = TraceSummary::default();
-        let mut running_since: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut woken_at: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut first = u64::MAX;
-        let mut last = 0;
-        let mut touch = |s: &mut TraceSummary, pid: u32, comm: &str, ts: u64| -> bool {
-            if pid == 0 || !keep(comm) {
-                return false;
-            }
-            first = first.min(ts);
-            last = last.max(ts);
-            s.tasks.entry(pid).or_insert_with(|| TaskTrace { comm: comm.to_string(), ..Default::default() });
-            true
-        };
         for l in lines {
-            let ts = l.ts_ns;
-            match &l.event {
-                Event::Switch { prev_comm, prev_pid, next_comm, next_pid, .. } => {
-                    if touch(&mut s, *prev_pid, prev_comm, ts) {
-                        let t = s.tasks.get_mut(prev_pid).expect("touched");
-                        t.switches += 1;
-                        if let Some(since) = running_since.remove(prev_pid) {
-                            t.run_ns.push(ts - since);
-                        }
-                    }
-                    if touch(&mut s, *next_pid, next_comm, ts) {
-                        running_since.insert(*next_pid, ts);
-                        if let Some(w) = woken_at.remove(next_pid) {
-                            s.tasks.get_mut(next_pid).expect("touched").wakeup_latency_ns.push(ts - w);
-                        }
-                    }
-                }
-                Event::Waking { comm, pid, .. } if touch(&mut s, *pid, comm, ts) => {
-                    woken_at.entry(*pid).or_insert(ts);
-                }
-                Event::WakeupNew { comm, pid, .. } if touch(&mut s, *pid, comm, ts) => {
-                    woken_at.insert(*pid, ts);
-                }
-                Event::Wakeup { comm, pid, .. } if touch(&mut s, *pid, comm, ts) => {
-                    s.tasks.get_mut(pid).expect("touched").wakeups += 1;
-                }
-                Event::MigrateTask { comm, pid, .. } if touch(&mut s, *pid, comm, ts) => {
-                    s.tasks.get_mut(pid).expect("touched").migrations += 1;
-                }
-                _ => {}
-            }
+            s.add(l, keep);
         }
-        s.span_ns = if first == u64::MAX { (0, 0) } else { (first, last) };
         s
+    }
+
+    /// Takes one more event, in trace order. Timestamps that go backwards (two
+    /// traces joined) start the intervals that cross them afresh.
+    pub fn add(&mut self, l: &Line, keep: &dyn Fn(&str) -> bool) {
+        let ts = l.ts_ns;
+        match &l.event {
+            Event::Switch { prev_comm, prev_pid, next_comm, next_pid, .. } => {
+                if self.touch(*prev_pid, prev_comm, ts, keep) {
+                    self.tasks.get_mut(prev_pid).expect("touched").switches += 1;
+                    if let Some(since) = self.running_since.remove(prev_pid) {
+                        record(&mut self.run_ns, ts.checked_sub(since));
+                    }
+                }
+                if self.touch(*next_pid, next_comm, ts, keep) {
+                    self.running_since.insert(*next_pid, ts);
+                    if let Some(w) = self.woken_at.remove(next_pid) {
+                        record(&mut self.wakeup_latency_ns, ts.checked_sub(w));
+                    }
+                }
+            }
+            Event::Waking { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
+                self.woken_at.entry(*pid).or_insert(ts);
+            }
+            Event::WakeupNew { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
+                self.woken_at.insert(*pid, ts);
+            }
+            Event::Wakeup { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
+                self.tasks.get_mut(pid).expect("touched").wakeups += 1;
+            }
+            Event::MigrateTask { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
+                self.tasks.get_mut(pid).expect("touched").migrations += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes a kept task's event; false if the task is not kept.
+    fn touch(&mut self, pid: u32, comm: &str, ts: u64, keep: &dyn Fn(&str) -> bool) -> bool {
+        if pid == 0 || !keep(comm) {
+            return false;
+        }
+        self.span_ns = (self.span_ns.0.min(ts), self.span_ns.1.max(ts));
+        self.tasks.entry(pid).or_insert_with(|| TaskTrace { comm: comm.to_string(), ..Default::default() });
+        true
+    }
+
+    /// First and last timestamp of a kept task's event ((0, 0) if none).
+    pub fn span(&self) -> (u64, u64) {
+        if self.span_ns.0 == u64::MAX {
+            (0, 0)
+        } else {
+            self.span_ns
+        }
     }
 
     fn sum(&self, f: impl Fn(&TaskTrace) -> u64) -> u64 {
         self.tasks.values().map(f).sum()
     }
 
-    fn all(&self, f: impl Fn(&TaskTrace) -> &[u64]) -> Vec<u64> {
-        let mut v: Vec<u64> = self.tasks.values().flat_map(|t| f(t).iter().copied()).collect();
-        v.sort_unstable();
-        v
-    }
-
     /// The numbers [`compare`] puts side by side, by name: totals, then
     /// percentiles of run length and wakeup latency (µs), then the spread of
     /// switches across tasks.
     pub fn figures(&self) -> Vec<(&'static str, f64)> {
-        let run = self.all(|t| &t.run_ns);
-        let lat = self.all(|t| &t.wakeup_latency_ns);
         let mut per_task: Vec<u64> = self.tasks.values().map(|t| t.switches).collect();
         per_task.sort_unstable();
-        let us = |v: &[u64], q: f64| nearest_rank(v, q) as f64 / 1000.0;
+        let us = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
         vec![
             ("tasks", self.tasks.len() as f64),
             ("switches", self.sum(|t| t.switches) as f64),
             ("wakeups", self.sum(|t| t.wakeups) as f64),
             ("migrations", self.sum(|t| t.migrations) as f64),
-            ("run length p50 us", us(&run, 0.5)),
-            ("run length p90 us", us(&run, 0.9)),
-            ("run length p99 us", us(&run, 0.99)),
-            ("wakeup latency p50 us", us(&lat, 0.5)),
-            ("wakeup latency p90 us", us(&lat, 0.9)),
-            ("wakeup latency p99 us", us(&lat, 0.99)),
+            ("run length p50 us", us(&self.run_ns, 0.5)),
+            ("run length p90 us", us(&self.run_ns, 0.9)),
+            ("run length p99 us", us(&self.run_ns, 0.99)),
+            ("wakeup latency p50 us", us(&self.wakeup_latency_ns, 0.5)),
+            ("wakeup latency p90 us", us(&self.wakeup_latency_ns, 0.9)),
+            ("wakeup latency p99 us", us(&self.wakeup_latency_ns, 0.99)),
             ("switches per task p10", nearest_rank(&per_task, 0.1) as f64),
             ("switches per task p50", nearest_rank(&per_task, 0.5) as f64),
             ("switches per task p90", nearest_rank(&per_task, 0.9) as f64),
         ]
+    }
+}
+
+/// Records an interval; one whose end precedes its start (joined traces) is not.
+fn record(h: &mut Histogram<u64>, ns: Option<u64>) {
+    if let Some(ns) = ns {
+        h.record(ns).expect("an auto-resizing histogram takes any u64");
     }
 }
 
@@ -177,13 +209,30 @@ mod tests {
         let lines = parse_trace(TRACE).unwrap();
         let s = TraceSummary::of(&lines, &|c| c == "hb");
         assert_eq!(s.tasks.len(), 2, "the kworker is not kept");
-        let t10 = &s.tasks[&10];
-        assert_eq!((t10.switches, t10.run_ns.clone()), (1, vec![30_000]));
+        assert_eq!(s.tasks[&10].switches, 1);
         let t11 = &s.tasks[&11];
         assert_eq!((t11.switches, t11.wakeups, t11.migrations), (1, 1, 1));
-        assert_eq!(t11.wakeup_latency_ns, vec![20_000], "waking at 10 us, on CPU at 30 us");
-        assert_eq!(t11.run_ns, vec![20_000]);
-        assert_eq!(s.span_ns, (100_000_000_000, 100_000_050_000));
+        // Task 10 ran 30 us, task 11 20 us; task 11 waited 20 us from its waking
+        // (10 us) to its switch-in (30 us).
+        assert_eq!(s.run_ns.len(), 2);
+        assert!(s.run_ns.equivalent(s.run_ns.min(), 20_000) && s.run_ns.equivalent(s.run_ns.max(), 30_000));
+        assert_eq!(s.wakeup_latency_ns.len(), 1);
+        assert!(s.wakeup_latency_ns.equivalent(s.wakeup_latency_ns.max(), 20_000));
+        assert_eq!(s.span(), (100_000_000_000, 100_000_050_000));
+    }
+
+    /// Read as a stream, the trace gives the same summary as parsed whole.
+    #[test]
+    fn a_streamed_trace_summarises_as_a_parsed_one() {
+        let mut streamed = TraceSummary::default();
+        for l in crate::read_trace(TRACE.as_bytes()) {
+            streamed.add(&l.unwrap(), &|c| c == "hb");
+        }
+        let whole = TraceSummary::of(&parse_trace(TRACE).unwrap(), &|c| c == "hb");
+        assert_eq!(streamed.figures(), whole.figures());
+        let bad = format!("{TRACE}not a trace line\n");
+        let e = crate::read_trace(bad.as_bytes()).find_map(|l| l.err()).unwrap();
+        assert_eq!((e.line_no, e.line.as_str()), (7, "not a trace line"));
     }
 
     #[test]
