@@ -96,6 +96,11 @@ impl Scenario {
             ),
         };
         let seed = r.range(0, 1_000_000);
+        // A model the policy does not have (preempt=lazy before 6.13) becomes none,
+        // as a user would be told to.
+        let fits =
+            schedlab_policies::policy_by_name(policy, &[]).is_ok_and(|p| check_preempt_for(preempt, policy, p.as_ref()).is_ok());
+        let preempt = if fits { preempt } else { PreemptModel::None };
         Scenario { topology, machine, policy, preempt, hz, autogroup, workload, seed }
     }
 
@@ -114,16 +119,13 @@ impl Scenario {
         )
     }
 
-    /// Runs it with every invariant checked. A model the policy does not have
-    /// (preempt=lazy before 6.13) is replaced by none, as a user would be told to.
+    /// Runs it with every invariant checked.
     fn run(&self) -> Result<(), String> {
         let err = |e: Failure| match e {
             Failure::Input(e) => format!("refused: {e}"),
             Failure::Host(m) | Failure::Run(m) => m,
         };
-        let policy = schedlab_policies::policy_by_name(self.policy, &[]).map_err(|e| err(e.into()))?;
-        let preempt =
-            if check_preempt_for(self.preempt, self.policy, policy.as_ref()).is_ok() { self.preempt } else { PreemptModel::None };
+        let preempt = self.preempt;
         let spec = RunSpec {
             topo: parse_topology(&self.topology).map_err(|e| err(e.into()))?,
             machine: crate::machines::load(self.machine).map_err(|e| err(e.into()))?,

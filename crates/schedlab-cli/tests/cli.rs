@@ -666,3 +666,38 @@ fn trace_summary_reads_one_or_two_traces() {
     assert!(err.contains("line 2") || err.contains(":2"), "{err}");
     assert!(stdout(&o).is_empty());
 }
+
+/// Found by `schedlab swarm --seed 5` (scenario 1543) once the wasted-time bound
+/// was tried as a --check invariant: over schbench's measured window on two
+/// rpi5 CPUs, wasted core-time (1 291 860 ns) exceeds the idle capacity the
+/// CPUs' busy time leaves (1 291 148 ns) by 712 ns. The switch into idle and an
+/// idle CPU's interrupt work no longer count as idle (that closed 40 us of the
+/// gap and the two-LLC hackbench case); what is left is not pinned down. The
+/// bound is therefore not a --check invariant yet.
+#[test]
+#[ignore = "open: 712 ns of wasted core-time beyond the idle capacity in this window"]
+fn swarm_seed_5_scenario_1543_wasted_within_idle_capacity() {
+    let o = schedlab(&[
+        "run",
+        "--topology",
+        "1x1x2x1",
+        "--machine",
+        "rpi5",
+        "--policy",
+        "cfs@5.10",
+        "--hz",
+        "100",
+        "--workload",
+        "schbench threads=2 workers=4 runtime_ms=20 warmup_ms=2 sleep_us=40 work_us=154",
+        "--seed",
+        "271865",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let busy: u64 = v["cpus"].as_array().unwrap().iter().map(|c| c["busy_ns"].as_u64().unwrap()).sum();
+    let capacity = v["elapsed_ns"].as_u64().unwrap() * 2;
+    let wasted = v["wasted_core_ns"].as_u64().unwrap();
+    assert!(wasted <= capacity - busy, "wasted {wasted} > idle {}", capacity - busy);
+}

@@ -705,6 +705,7 @@ impl Engine {
                 }
                 self.cpu[cpu].busy_since_ns = now;
                 self.sys.active[cpu] = true;
+                self.sys.set_working(cpu, true);
                 self.schedule(cpu, None);
             }
             // The IPI's return to user space reschedules only if the flag is still set
@@ -932,6 +933,8 @@ impl Engine {
                 let (from, to) = (c.busy_since_ns, c.idle_start_ns);
                 self.record_busy(cpu, from, to);
                 self.sys.set_cpu_state(cpu, CpuState::Idle);
+                self.sys.set_working(cpu, false);
+                self.sys.idle_from(cpu, to);
                 self.smt_siblings_changed(cpu);
             }
             Some(n) if Some(n) == prev => self.run_next(cpu),
@@ -1729,7 +1732,9 @@ impl Engine {
     fn snapshot_stats(&self, now: u64) -> Vec<CpuStats> {
         let mut s = self.sys.stats.clone();
         for (cpu, st) in s.iter_mut().enumerate() {
-            if self.sys.cpu_state(cpu) == CpuState::Busy {
+            // Busy, or idle but running the scheduler after a wakeup (active): the
+            // time since it became busy is booked only when it next goes idle.
+            if self.sys.cpu_state(cpu) == CpuState::Busy || self.sys.active[cpu] {
                 st.busy_ns += now.saturating_sub(self.cpu[cpu].busy_since_ns);
             } else if self.cpu[cpu].idle_start_ns > now {
                 st.busy_ns -= self.cpu[cpu].idle_start_ns - now;

@@ -317,6 +317,14 @@ pub struct System {
     /// Sum of `waiting` over CPUs that are busy.
     waiting_on_busy: u64,
     idle_count: u64,
+    /// Idle CPUs still finishing the switch into idle: (cpu, the time it ends).
+    /// They count as idle for wasted core-time only from then, as they count as
+    /// busy in `busy_ns` until then.
+    idle_from: Vec<(usize, u64)>,
+    /// Idle CPUs running the scheduler (woken by an interrupt or their idle
+    /// thread, not yet switched to a task): busy in `busy_ns`, so not idle for
+    /// wasted core-time, though still idle to the policies as in the kernel.
+    working: Vec<bool>,
     wasted_ns: u64,
     wasted_since_ns: u64,
 }
@@ -344,6 +352,8 @@ impl System {
             irq: IrqOffStats::new(n),
             waiting_on_busy: 0,
             idle_count: n as u64,
+            idle_from: Vec::new(),
+            working: vec![false; n],
             wasted_ns: 0,
             wasted_since_ns: start_ns,
             topo,
@@ -394,7 +404,13 @@ impl System {
         if self.active[cpu] {
             self.pending_overhead_ns[cpu] += ns;
         } else {
+            // Work an idle CPU does in interrupt context (a timer's wakeup, a
+            // balance): busy for that long, so not idle for wasted core-time.
             self.stats[cpu].busy_ns += ns;
+            if ns > 0 && self.cpu_state[cpu] == CpuState::Idle {
+                let from = self.idle_from.iter().find(|&&(c, _)| c == cpu).map_or(self.now_ns, |&(_, at)| at.max(self.now_ns));
+                self.idle_from(cpu, from + ns);
+            }
         }
         match kind {
             Charge::Sched => self.stats[cpu].sched_ns += ns,
@@ -474,9 +490,55 @@ impl System {
     // ---- wasted core-time: ∫ min(idle CPUs, tasks waiting behind a busy CPU) dt ----
 
     fn wasted_advance(&mut self) {
-        let dt = self.now_ns - self.wasted_since_ns;
-        self.wasted_ns += self.idle_count.min(self.waiting_on_busy) * dt;
-        self.wasted_since_ns = self.now_ns;
+        let (since, now) = (self.wasted_since_ns, self.now_ns);
+        if self.idle_from.is_empty() {
+            self.wasted_ns += self.idle_count.min(self.waiting_on_busy) * (now - since);
+        } else {
+            // Piecewise: each CPU still switching into idle joins the idle count
+            // when its switch ends.
+            self.idle_from.sort_unstable_by_key(|&(cpu, at)| (at, cpu));
+            let mut not_yet = self.idle_from.len() as u64;
+            let mut t = since;
+            for &(_, at) in &self.idle_from {
+                if at > now {
+                    break;
+                }
+                let idle = self.idle_count - not_yet;
+                self.wasted_ns += idle.min(self.waiting_on_busy) * at.saturating_sub(t);
+                t = t.max(at);
+                not_yet -= 1;
+            }
+            self.wasted_ns += (self.idle_count - not_yet).min(self.waiting_on_busy) * (now - t);
+            self.idle_from.retain(|&(_, at)| at > now);
+        }
+        self.wasted_since_ns = now;
+    }
+
+    /// An idle `cpu` starts (`true`) or stops running the scheduler without
+    /// leaving the idle state: for wasted core-time it is not idle meanwhile.
+    pub(crate) fn set_working(&mut self, cpu: usize, working: bool) {
+        if self.cpu_state[cpu] != CpuState::Idle || self.working[cpu] == working {
+            return;
+        }
+        self.wasted_advance();
+        if working {
+            self.idle_count -= 1;
+        } else {
+            self.idle_count += 1;
+        }
+        self.working[cpu] = working;
+    }
+
+    /// `cpu`, just marked idle, finishes its switch into idle at `at_ns`: until
+    /// then it is busy in its own accounting, so not idle for wasted core-time.
+    pub(crate) fn idle_from(&mut self, cpu: usize, at_ns: u64) {
+        if at_ns > self.now_ns && self.cpu_state[cpu] == CpuState::Idle {
+            self.wasted_advance();
+            match self.idle_from.iter_mut().find(|(c, _)| *c == cpu) {
+                Some((_, at)) => *at = (*at).max(at_ns),
+                None => self.idle_from.push((cpu, at_ns)),
+            }
+        }
     }
 
     pub(crate) fn wasted_ns(&mut self) -> u64 {
@@ -516,8 +578,11 @@ impl System {
             self.waiting_on_busy += self.waiting[cpu];
         }
         if old == CpuState::Idle {
-            self.idle_count -= 1;
+            if !std::mem::take(&mut self.working[cpu]) {
+                self.idle_count -= 1;
+            }
             self.idle_mask.clear(cpu);
+            self.idle_from.retain(|&(c, _)| c != cpu);
         }
         if state == CpuState::Idle {
             self.idle_count += 1;
