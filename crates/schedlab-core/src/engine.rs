@@ -767,8 +767,12 @@ impl Engine {
             // rest of its segment.
             self.exec[p].seg_remaining = Some((left, self.cpu[cpu].seg_kernel));
         }
+        // Kernel code preempted by the interrupt's return is a kernel preemption
+        // (`R+` in sched_switch); user code reschedules on the way back to user
+        // space through schedule() (`R`).
+        let how = if self.cpu[cpu].seg_kernel { PrevState::Preempted } else { PrevState::Running };
         self.account_segment(cpu, p);
-        self.schedule(cpu, Some(PrevState::Preempted));
+        self.schedule(cpu, Some(how));
     }
 
     /// Speed (per mille of alone) of a segment on `cpu` with its core's hardware
@@ -1181,7 +1185,10 @@ impl Engine {
         match outcome {
             Outcome::Continue => {
                 if self.resched_pending(cpu) {
-                    self.schedule(cpu, Some(PrevState::Preempted));
+                    // At the end of a segment: a system call returning to user
+                    // space, or user code reaching a point the model checks, both
+                    // reschedule through schedule() (`R`).
+                    self.schedule(cpu, Some(PrevState::Running));
                 } else {
                     self.run_next(cpu);
                 }

@@ -6,9 +6,13 @@ use crate::task::{Task, TaskId};
 /// How the previous task left the CPU, as `sched_switch` prints `prev_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrevState {
-    /// Still runnable, switched out voluntarily (yield) or the idle task: `R`.
+    /// Still runnable, switched out by `schedule()` (a yield, the idle task, or a
+    /// reschedule taken on the way back to user space, as `exit_to_user_mode`
+    /// does): `R`.
     Running,
-    /// Preempted while runnable: `R+`.
+    /// Preempted in the kernel (`preempt_schedule_irq()`, `__schedule(SM_PREEMPT)`):
+    /// `R+`, the TASK_REPORT_MAX bit `__trace_sched_switch_state()` sets when
+    /// `preempt` is true.
     Preempted,
     /// Blocked: `S`.
     Sleeping,
