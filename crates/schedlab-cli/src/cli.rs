@@ -571,6 +571,26 @@ fn compare(a: &CompareArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A run's progress line on stderr, from its third second on: simulated time,
+/// events, and for a benchmark that runs for a set simulated time the wall time
+/// left at the pace so far. Cleared when the run ends.
+fn run_progress(expected_sim_ns: Option<u64>) -> Box<dyn FnMut(u64, u64)> {
+    let started = std::time::Instant::now();
+    let mut last_drawn = 0.0f64;
+    Box::new(move |sim_ns, events| {
+        let wall = started.elapsed().as_secs_f64();
+        if wall < 2.0 || wall - last_drawn < 0.5 {
+            return;
+        }
+        last_drawn = wall;
+        let left = expected_sim_ns
+            .filter(|&e| sim_ns > 0 && e > sim_ns)
+            .map(|e| format!(", about {:.0} s left", wall * (e - sim_ns) as f64 / sim_ns as f64))
+            .unwrap_or_default();
+        eprint!("\r\x1b[Ksimulated {:.3} s, {:.1} M events, {wall:.0} s{left}", sim_ns as f64 / 1e9, events as f64 / 1e6);
+    })
+}
+
 fn run(a: &RunArgs) -> Result<(), Failure> {
     let mut spec = RunSpec::from_args(a)?;
     // Every output is checked before the run: a regular file (or a new one) in a
@@ -591,9 +611,15 @@ fn run(a: &RunArgs) -> Result<(), Failure> {
     if let Some(t) = &trace {
         engine.set_trace(Box::new(t.sink()));
     }
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        engine.set_progress(run_progress(spec.workload.expected_sim_ns()));
+    }
     let started = std::time::Instant::now();
     let result = engine.run();
     let wall = started.elapsed();
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) && wall.as_secs_f64() >= 2.0 {
+        eprint!("\r\x1b[K");
+    }
     // A failed run leaves no trace file behind.
     check_result(&result, spec.cfg.check)?;
     if let Some(t) = trace {

@@ -292,6 +292,10 @@ enum Outcome {
 }
 
 /// A simulation in progress.
+/// How often (in events) a progress callback hears from a run: about 20 times a
+/// second at this simulator's speed.
+pub const PROGRESS_EVENTS: u64 = 1 << 19;
+
 pub struct Engine {
     sys: System,
     policy: Box<dyn SchedClass>,
@@ -315,6 +319,9 @@ pub struct Engine {
     latency: Histogram<u64>,
     metrics: BTreeMap<u32, Histogram<u64>>,
     trace: Option<Box<dyn TraceSink>>,
+    /// Called every `PROGRESS_EVENTS` events with (simulated ns since the start,
+    /// events so far); it only observes.
+    progress: Option<Box<dyn FnMut(u64, u64)>>,
     violations: Vec<String>,
     events: u64,
     alive: usize,
@@ -356,6 +363,7 @@ impl Engine {
         let mut e = Engine {
             sys,
             policy,
+            progress: None,
             queue: EventQueue::default(),
             digest: Digest::default(),
             exec: Vec::new(),
@@ -400,6 +408,11 @@ impl Engine {
         self.trace = Some(sink);
     }
 
+    /// Reports progress to `f` while running (see [`PROGRESS_EVENTS`]).
+    pub fn set_progress(&mut self, f: Box<dyn FnMut(u64, u64)>) {
+        self.progress = Some(f);
+    }
+
     /// Takes the sink back (after `run`).
     pub fn take_trace(&mut self) -> Option<Box<dyn TraceSink>> {
         self.trace.take()
@@ -434,6 +447,11 @@ impl Engine {
             self.digest.add(t);
             self.digest.add(code << 56 | a << 24 | b);
             self.events += 1;
+            if self.events % PROGRESS_EVENTS == 0 {
+                if let Some(f) = self.progress.as_mut() {
+                    f(t - self.start_ns, self.events);
+                }
+            }
             self.sys.this_cpu = match ev {
                 EventKind::SegmentDone { cpu, .. } | EventKind::Resched { cpu } | EventKind::IdlePoll { cpu } => cpu as usize,
                 EventKind::Timer { task, .. } => self.sys.tasks[task as usize].cpu,

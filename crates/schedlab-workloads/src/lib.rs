@@ -158,6 +158,20 @@ impl Workload {
         }
     }
 
+    /// How long the benchmark runs in simulated time, for those that run for a
+    /// set time (warm-up included); None for those that run until their work is
+    /// done.
+    pub fn expected_sim_ns(&self) -> Option<u64> {
+        let ms = match self {
+            Workload::Schbench(b) => b.warmup_ms + b.runtime_ms,
+            Workload::Tbench(b) => b.warmup_ms + b.runtime_ms,
+            Workload::GroupMix(m) => m.warmup_ms + m.window_ms,
+            Workload::StressNgPipe(b) => b.timeout_ms,
+            _ => return None,
+        };
+        Some(ms * 1_000_000)
+    }
+
     /// The unit of `throughput()`, for benchmarks that report a rate.
     pub fn rate_unit(&self) -> Option<&'static str> {
         match self {
