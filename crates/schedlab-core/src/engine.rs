@@ -447,7 +447,7 @@ impl Engine {
             self.digest.add(t);
             self.digest.add(code << 56 | a << 24 | b);
             self.events += 1;
-            if self.events % PROGRESS_EVENTS == 0 {
+            if self.events.is_multiple_of(PROGRESS_EVENTS) {
                 if let Some(f) = self.progress.as_mut() {
                     f(t - self.start_ns, self.events);
                 }
