@@ -503,12 +503,12 @@ impl System {
                 if at > now {
                     break;
                 }
-                let idle = self.idle_count - not_yet;
+                let idle = self.idle_count.saturating_sub(not_yet);
                 self.wasted_ns += idle.min(self.waiting_on_busy) * at.saturating_sub(t);
                 t = t.max(at);
                 not_yet -= 1;
             }
-            self.wasted_ns += (self.idle_count - not_yet).min(self.waiting_on_busy) * (now - t);
+            self.wasted_ns += self.idle_count.saturating_sub(not_yet).min(self.waiting_on_busy) * (now - t);
             self.idle_from.retain(|&(_, at)| at > now);
         }
         self.wasted_since_ns = now;
