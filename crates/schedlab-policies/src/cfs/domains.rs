@@ -591,7 +591,7 @@ fn plain_groups(
     level: usize,
     cpu: usize,
     caps: &[u64],
-    shared: &mut BTreeMap<(usize, usize), SchedGroup>,
+    shared: &mut BTreeMap<(usize, usize, bool), SchedGroup>,
 ) -> Vec<SchedGroup> {
     let ncpus = chains.len();
     let span = &chains[cpu][level].span;
@@ -607,7 +607,7 @@ fn plain_groups(
         // The groups of a non-overlapping level partition it: the group of CPU i is
         // the same for every CPU whose domain holds it, named here by its first CPU.
         let first = if from_child { chains[i][level - 1].span.next_from(0).unwrap_or(i) } else { i };
-        let g = shared.entry((level, first)).or_insert_with(|| {
+        let g = shared.entry((level, first, from_child)).or_insert_with(|| {
             let group_span = if from_child {
                 chains[i][level - 1].span.clone()
             } else {
