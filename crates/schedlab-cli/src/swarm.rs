@@ -44,7 +44,8 @@ const POLICIES: &[&str] = &[
 
 const MACHINES: &[&str] = &["broadwell-ep", "cascadelake", "zen1", "kvm-haswell", "rpi5"];
 
-/// One drawn scenario.
+/// One drawn scenario. Workloads: hackbench (both IPCs and modes), pipe,
+/// schbench, stress-ng's pipe stressor, tbench, make, pft and groupmix.
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub topology: String,
@@ -69,7 +70,7 @@ impl Scenario {
         let preempt = [PreemptModel::None, PreemptModel::Voluntary, PreemptModel::Full, PreemptModel::Lazy][pick(4)];
         let hz = [100, 250, 1000][pick(3)];
         let autogroup = pick(2) == 1;
-        let workload = match pick(6) {
+        let workload = match pick(9) {
             0 | 1 => format!(
                 "hackbench groups={} fds={} loops={} ipc={} mode={}",
                 pick(3) + 1,
@@ -88,6 +89,9 @@ impl Scenario {
                 pick(200) + 10
             ),
             4 => format!("stress-ng pipe={} timeout_ms={}", pick(4) + 1, pick(10) + 2),
+            5 => format!("tbench clients={} runtime_ms={} warmup_ms=2", pick(4) + 1, pick(10) + 3),
+            6 => format!("make jobs={} scale=0.0{}", pick(8) + 1, pick(3) + 1),
+            7 => format!("pft threads={} mb={}", pick(4) + 1, pick(8) + 1),
             _ => format!(
                 "groupmix tasks={} shares={} busy_ms=1 sleep_ms=1 warmup_ms=2 window_ms={}",
                 pick(8) + 1,

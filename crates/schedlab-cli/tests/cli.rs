@@ -622,7 +622,7 @@ fn large_machines_run_in_bounded_memory_or_are_refused_up_front() {
 }
 
 /// A thousand random scenarios (every policy and switch set, preemption models,
-/// HZ, autogroup, five workloads, topologies up to 4 nodes) hold every invariant;
+/// HZ, autogroup, eight workloads, topologies up to 4 nodes) hold every invariant;
 /// a bad count is refused.
 #[test]
 fn a_swarm_of_a_thousand_scenarios_holds_every_invariant() {
