@@ -198,6 +198,17 @@ fn stats_json(s: &CpuStats) -> serde_json::Value {
     })
 }
 
+/// A workload parameter as JSON: a number when it is one.
+fn param_json(v: &str) -> serde_json::Value {
+    if let Ok(n) = v.parse::<u64>() {
+        json!(n)
+    } else if let Ok(x) = v.parse::<f64>() {
+        json!(x)
+    } else {
+        json!(v)
+    }
+}
+
 pub fn json(spec: &RunSpec, r: &RunResult) -> String {
     let h = &r.latency;
     let v = json!({
@@ -209,7 +220,13 @@ pub fn json(spec: &RunSpec, r: &RunResult) -> String {
         "hz": spec.cfg.hz,
         "preempt": spec.cfg.preempt.name(),
         "autogroup": spec.cfg.autogroup,
-        "workload": format!("{:?}", spec.workload),
+        "workload": {
+            "name": spec.workload.name(),
+            "spec": spec.workload.spec(),
+            "params": spec.workload.params().into_iter().map(|(k, v)| (k.to_string(), param_json(&v))).collect::<serde_json::Map<_, _>>(),
+        },
+        "sysctls": spec.sysctls.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "result": spec.workload.throughput(r).map(|(v, unit)| json!({ "value": v, "unit": unit })),
         "elapsed_s": r.elapsed_ns() as f64 / 1e9,
         "elapsed_ns": r.elapsed_ns(),
         "busy_pct": r.busy_pct(),

@@ -47,6 +47,12 @@ fn json_has_the_documented_fields() {
         assert!(v.get(key).is_some(), "missing {key}");
     }
     assert_eq!(v["cpus"].as_array().unwrap().len(), 20);
+    // The workload as structured parameters, defaults included, and its spec.
+    assert_eq!(v["workload"]["name"], "hackbench");
+    assert_eq!(v["workload"]["params"]["loops"], 20);
+    assert_eq!(v["workload"]["params"]["fds"], 20, "the default is spelled out");
+    assert_eq!(v["workload"]["params"]["ipc"], "socket");
+    assert!(v["workload"]["spec"].as_str().unwrap().starts_with("hackbench groups=1 fds=20 loops=20"));
 }
 
 #[test]

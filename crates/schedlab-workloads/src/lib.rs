@@ -12,7 +12,7 @@ pub mod stressng;
 pub mod tbench;
 
 use schedlab_core::error::SpecError;
-use schedlab_core::program::Program;
+use schedlab_core::program::{ForkKind, Program};
 use schedlab_core::RunResult;
 
 pub use groupmix::GroupMix;
@@ -105,6 +105,95 @@ impl Workload {
         }
     }
 
+    /// The workload's name as a spec gives it (`hackbench`, `stress-ng`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::Hackbench(_) => "hackbench",
+            Workload::Pipe(_) => "pipe",
+            Workload::Pft(_) => "pft",
+            Workload::GroupMix(_) => "groupmix",
+            Workload::Schbench(_) => "schbench",
+            Workload::Tbench(_) => "tbench",
+            Workload::Make(_) => "make",
+            Workload::StressNgPipe(_) => "stress-ng",
+        }
+    }
+
+    /// Every parameter in force, defaults included, under its spec key, as
+    /// `NAME key=value ...` would set it: `Workload::parse` of the name and these
+    /// pairs gives the same workload.
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        let mode = |m: &ForkKind| if *m == ForkKind::Thread { "thread" } else { "process" }.to_string();
+        let n = |v: u64| v.to_string();
+        match self {
+            Workload::Hackbench(h) => vec![
+                ("groups", n(h.groups)),
+                ("fds", n(h.fds)),
+                ("loops", n(h.loops)),
+                ("datasize", n(h.datasize)),
+                ("ipc", if h.ipc == hackbench::Ipc::Pipe { "pipe" } else { "socket" }.to_string()),
+                ("mode", mode(&h.mode)),
+            ],
+            Workload::Pipe(b) => vec![("loops", n(b.loops)), ("mode", mode(&b.mode))],
+            Workload::Pft(b) => vec![
+                ("threads", n(b.threads)),
+                ("mb", n(b.mb)),
+                ("fault_ns", n(b.fault_ns)),
+                ("fault_bytes", n(b.fault_bytes)),
+                ("chunk_pages", n(b.chunk_pages)),
+            ],
+            Workload::GroupMix(m) => vec![
+                ("tasks", n(m.tasks)),
+                ("shares", n(m.shares)),
+                ("busy_ms", n(m.busy_ms)),
+                ("sleep_ms", n(m.sleep_ms)),
+                ("spread_pct", n(m.spread_pct)),
+                ("warmup_ms", n(m.warmup_ms)),
+                ("window_ms", n(m.window_ms)),
+            ],
+            Workload::Schbench(b) => vec![
+                ("threads", n(b.threads)),
+                ("workers", n(b.workers)),
+                ("runtime_ms", n(b.runtime_ms)),
+                ("warmup_ms", n(b.warmup_ms)),
+                ("sleep_us", n(b.sleep_us)),
+                ("work_us", n(b.work_us)),
+                ("slice_us", n(b.slice_us)),
+            ],
+            Workload::Tbench(b) => {
+                vec![("clients", n(b.clients)), ("runtime_ms", n(b.runtime_ms)), ("warmup_ms", n(b.warmup_ms))]
+            }
+            Workload::Make(b) => vec![
+                ("jobs", n(b.jobs)),
+                ("dirs", n(b.dirs)),
+                ("files", n(b.files)),
+                ("scale", format!("{}", b.scale_ppm as f64 / 1e6)),
+                ("tree", n(b.tree)),
+                ("dir_parallel", n(b.dir_parallel)),
+                ("files_sigma_pct", n(b.files_sigma_pct)),
+                ("cc_ms", n(b.cc_ms)),
+                ("cc_sigma_pct", n(b.cc_sigma_pct)),
+                ("link_ms", n(b.link_ms)),
+                ("link_sigma_pct", n(b.link_sigma_pct)),
+                ("dir_ms", n(b.dir_ms)),
+                ("exec_us", n(b.exec_us)),
+                ("io_pct", n(b.io_pct)),
+            ],
+            Workload::StressNgPipe(b) => vec![
+                ("pipe", n(b.instances)),
+                ("timeout_ms", n(b.timeout_ms)),
+                ("pipe_data_size", n(b.data_size)),
+                ("fill_ns", n(b.fill_ns)),
+            ],
+        }
+    }
+
+    /// The spec that gives this workload, every parameter spelled out.
+    pub fn spec(&self) -> String {
+        let pairs: Vec<String> = self.params().into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{} {}", self.name(), pairs.join(" "))
+    }
+
     /// The name of the main task.
     pub fn main_comm(&self) -> &'static str {
         match self {
@@ -193,6 +282,31 @@ impl Workload {
             Workload::Tbench(b) => b.result_lines(res),
             Workload::Make(b) => b.result_lines(res),
             Workload::StressNgPipe(b) => b.result_lines(res),
+        }
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+
+    /// Every workload's spelled-out spec parses back to the same workload.
+    #[test]
+    fn spec_round_trips_with_defaults_spelled_out() {
+        for spec in [
+            "hackbench",
+            "hackbench groups=3 fds=4 loops=7 ipc=pipe mode=thread datasize=64",
+            "pipe loops=100 mode=thread",
+            "pft threads=3 mb=5",
+            "groupmix tasks=5 shares=2",
+            "schbench threads=2 workers=3 slice_us=500",
+            "tbench clients=2",
+            "make jobs=4 scale=0.01",
+            "stress-ng pipe=2 timeout_ms=50 fill_ns=10",
+        ] {
+            let w = Workload::parse(spec).unwrap();
+            let again = Workload::parse(&w.spec()).unwrap_or_else(|e| panic!("{}: {e}", w.spec()));
+            assert_eq!(again, w, "{spec} -> {}", w.spec());
         }
     }
 }
