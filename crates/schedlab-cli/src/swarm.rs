@@ -55,6 +55,8 @@ pub struct Scenario {
     pub hz: u64,
     pub autogroup: bool,
     pub workload: String,
+    /// One tunable of the policy's family, or none.
+    pub sysctl: Option<(String, String)>,
     pub seed: u64,
 }
 
@@ -99,19 +101,20 @@ impl Scenario {
                 pick(10) + 5
             ),
         };
+        let sysctl = (pick(2) == 1).then(|| draw_sysctl(policy, &mut pick)).flatten();
         let seed = r.range(0, 1_000_000);
         // A model the policy does not have (preempt=lazy before 6.13) becomes none,
         // as a user would be told to.
         let fits =
             schedlab_policies::policy_by_name(policy, &[]).is_ok_and(|p| check_preempt_for(preempt, policy, p.as_ref()).is_ok());
         let preempt = if fits { preempt } else { PreemptModel::None };
-        Scenario { topology, machine, policy, preempt, hz, autogroup, workload, seed }
+        Scenario { topology, machine, policy, preempt, hz, autogroup, workload, sysctl, seed }
     }
 
     /// The command that runs this scenario alone.
     pub fn command_line(&self) -> String {
         format!(
-            "schedlab run --topology {} --machine {} --policy {} --preempt {} --hz {} --autogroup {} --workload '{}' --seed {} --check",
+            "schedlab run --topology {} --machine {} --policy {} --preempt {} --hz {} --autogroup {} --workload '{}'{} --seed {} --check",
             self.topology,
             self.machine,
             self.policy,
@@ -119,6 +122,7 @@ impl Scenario {
             self.hz,
             if self.autogroup { "on" } else { "off" },
             self.workload,
+            self.sysctl.as_ref().map_or(String::new(), |(k, v)| format!(" --sysctl {k}={v}")),
             self.seed
         )
     }
@@ -134,7 +138,7 @@ impl Scenario {
             topo: parse_topology(&self.topology).map_err(|e| err(e.into()))?,
             machine: crate::machines::load(self.machine).map_err(|e| err(e.into()))?,
             policy: self.policy.to_string(),
-            sysctls: Vec::new(),
+            sysctls: self.sysctl.iter().cloned().collect(),
             workload: Workload::parse(&self.workload).map_err(|e| err(e.into()))?,
             cfg: RunConfig {
                 seed: self.seed,
@@ -148,6 +152,35 @@ impl Scenario {
         let r = spec.engine().run();
         check_result(&r, true).map_err(err)
     }
+}
+
+/// A tunable of `policy`'s family within the range its kernel accepts, or None
+/// for policies without tunables here (fifo, 4bsd).
+fn draw_sysctl(policy: &str, pick: &mut impl FnMut(usize) -> usize) -> Option<(String, String)> {
+    let (name, value) = if policy.starts_with("cfs@") {
+        match pick(5) {
+            0 => ("sched_wakeup_granularity_ns", pick(20_000) * 1000),
+            1 => ("sched_min_granularity_ns", 100_000 + pick(10_000) * 1000),
+            2 => ("sched_latency_ns", 1_000_000 + pick(48_000) * 1000),
+            3 => ("sched_migration_cost_ns", pick(5_000) * 1000),
+            _ => ("sched_nr_migrate", pick(64) + 1),
+        }
+    } else if policy.starts_with("eevdf@") {
+        match pick(3) {
+            0 => ("base_slice_ns", 100_000 + pick(10_000) * 1000),
+            1 => ("sched_migration_cost_ns", pick(5_000) * 1000),
+            _ => ("sched_nr_migrate", pick(64) + 1),
+        }
+    } else if policy.starts_with("ule@") {
+        match pick(3) {
+            0 => ("kern.sched.preempt_thresh", pick(256)),
+            1 => ("kern.sched.affinity", pick(10)),
+            _ => ("kern.sched.steal_thresh", pick(4) + 1),
+        }
+    } else {
+        return None;
+    };
+    Some((name.to_string(), value.to_string()))
 }
 
 /// `schedlab swarm`: `scenarios` scenarios of swarm `seed` on `threads` threads;
@@ -198,7 +231,8 @@ mod tests {
             let s = Scenario::draw(1, i);
             parse_topology(&s.topology).unwrap();
             Workload::parse(&s.workload).unwrap_or_else(|e| panic!("{}: {e}", s.workload));
-            schedlab_policies::policy_by_name(s.policy, &[]).unwrap();
+            let sysctls: Vec<(String, String)> = s.sysctl.iter().cloned().collect();
+            schedlab_policies::policy_by_name(s.policy, &sysctls).unwrap_or_else(|e| panic!("{}: {e}", s.command_line()));
         }
     }
 }
