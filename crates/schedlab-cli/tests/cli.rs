@@ -614,12 +614,7 @@ fn a_preset_runs_on_its_own_machine_profile() {
 fn large_machines_run_in_bounded_memory_or_are_refused_up_front() {
     let o = schedlab(&["run", "--topology", "1x1x4096x1", "--workload", "hackbench groups=1 loops=2 fds=4"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // SAFETY: getrusage on our own (reaped) children fills the struct.
-    let max_rss_kb = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
-        u.ru_maxrss
-    };
+    let max_rss_kb = common::max_child_rss_kb();
     assert!(max_rss_kb < 2 * 1024 * 1024, "peak RSS of a child: {max_rss_kb} KB");
     let o = schedlab(&["run", "--topology", "16x16x128x2"]);
     let err = stderr(&o);

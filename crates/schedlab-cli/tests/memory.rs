@@ -21,11 +21,6 @@ fn compare_memory_does_not_grow_with_runs() {
         "3000",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // SAFETY: getrusage on our own (reaped) children fills the struct.
-    let max_rss_kb = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
-        u.ru_maxrss
-    };
+    let max_rss_kb = common::max_child_rss_kb();
     assert!(max_rss_kb < 100 * 1024, "peak RSS {max_rss_kb} KB");
 }

@@ -29,3 +29,13 @@ pub fn effective_uid_is_root() -> bool {
         .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
         .unwrap_or(false)
 }
+
+/// The largest peak RSS, in KB, of any child this test process has reaped.
+pub fn max_child_rss_kb() -> i64 {
+    // SAFETY: getrusage on our own (reaped) children fills the struct.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
+        u.ru_maxrss
+    }
+}
