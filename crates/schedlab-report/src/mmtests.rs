@@ -46,10 +46,12 @@
 //! standard deviations, i.e. Welch's unpooled standard error),
 //! `df = n_base + n_new − 2`, two-sided `p = 2·P(T_df > t)`; marked `*` when
 //! `p < 0.10` (`_SignificanceLevel`, see [`MmtestsOptions::significance_level`]).
-//! When both standard deviations are 0 (or undefined) any difference in means is
-//! significant. This is the rule mmtests applied to Amean rows in the era whose
-//! layout is reproduced; since November 2024 mmtests instead marks a change when
-//! the mean ± 1.96·stddev intervals do not overlap.
+//! This is the rule mmtests applied to Amean rows in the era whose layout is
+//! reproduced; since November 2024 mmtests instead marks a change when the mean ±
+//! 1.96·stddev intervals do not overlap. One departure: mmtests marked any
+//! difference significant when both standard deviations were 0 (or undefined,
+//! with one run). Without two runs per side, or with no spread on either side,
+//! there is no test to make, so no `*` is printed, and the header says so.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -145,6 +147,15 @@ pub fn mmtests_with(
         "# * = {mean_name} differs from the baseline: two-sided t-test p < {} (Welch standard error, df = n1+n2-2; mmtests rule Oct 2018-Nov 2024)\n",
         crate::cfmt::g(level, 6)
     ));
+    let untested: Vec<&str> = row_labels
+        .iter()
+        .zip(&summaries)
+        .filter(|(_, per_kernel)| per_kernel.iter().skip(1).any(|k| significant(&per_kernel[0], k, level).is_none()))
+        .map(|(label, _)| label.as_str())
+        .collect();
+    if !untested.is_empty() {
+        out.push_str(&format!("# no test (fewer than 2 runs on a side, or no spread on either): {}\n", untested.join(" ")));
+    }
     for part in 0..2 {
         out.push_str(&" ".repeat(stat_width + 1 + label_width));
         for kernel in kernels {
@@ -168,7 +179,7 @@ pub fn mmtests_with(
                     (Some(v), None) => (v, 0.0),
                     (None, _) => (0.0, 0.0),
                 };
-                let significant = *stat == Stat::Mean && k > 0 && significant(base, summary, level);
+                let significant = *stat == Stat::Mean && k > 0 && significant(base, summary, level) == Some(true);
                 if significant {
                     out.push_str(&format!("{shown:>fl$.prec$} *{pct:>7.2}%*"));
                 } else {
@@ -281,22 +292,22 @@ impl KernelSummary {
     }
 }
 
-/// mmtests' `_significanceTest` (Oct 2018 – Nov 2024).
-fn significant(base: &KernelSummary, new: &KernelSummary, level: f64) -> bool {
+/// mmtests' `_significanceTest` (Oct 2018 – Nov 2024), or None where there is no
+/// test to make: a side with fewer than 2 runs, or no spread on either side.
+fn significant(base: &KernelSummary, new: &KernelSummary, level: f64) -> Option<bool> {
     let (Some(mb), Some(mn)) = (base.stat(Stat::Mean), new.stat(Stat::Mean)) else {
-        return false;
+        return None;
     };
     let sd = |s: &KernelSummary| if s.stddev.is_nan() { 0.0 } else { s.stddev };
     let (nb, nn) = (base.best_first.len(), new.best_first.len());
     let stderr = (sd(base).powi(2) / nb as f64 + sd(new).powi(2) / nn as f64).sqrt();
-    if stderr == 0.0 {
-        return mb != mn;
+    if nb < 2 || nn < 2 || stderr == 0.0 {
+        return None;
     }
     let t = (mb - mn).abs() / stderr;
-    // stderr > 0 needs a stddev, hence some n >= 2, hence df >= 1.
-    let df = (nb + nn - 2).max(1) as f64;
-    let p = 2.0 * StudentsT::new(0.0, 1.0, df).expect("df >= 1 is a valid StudentsT").sf(t);
-    p < level
+    let df = (nb + nn - 2) as f64;
+    let p = 2.0 * StudentsT::new(0.0, 1.0, df).expect("df >= 2 is a valid StudentsT").sf(t);
+    Some(p < level)
 }
 
 /// Splits a kernel name into mmtests' two header rows: up to the first `-`

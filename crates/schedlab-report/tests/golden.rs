@@ -94,7 +94,8 @@ fn ministat_identical_samples() {
 ///   two-sided p = 0.070 < 0.10 (t > t₀.₉₅,₄ = 2.132) → `*`.
 /// Row 4: base {20, 24, 22} (22, s 2), new {21, 25, 23} (23, s 2):
 ///   pndiff = 100 − 2300/22 = −4.55; t = 1/√(8/3) = 0.612, p = 0.573 → no mark.
-/// Row 16: base {50, 50, 50}, new {40, 40, 40}: both s = 0 → any change is significant.
+/// Row 16: base {50, 50, 50}, new {40, 40, 40}: both s = 0 → no test (mmtests would
+/// star any change; the header names the row instead).
 /// CoeffVar row 1: 100/11 = 9.09 vs 100/9 = 11.11 → 100 − 11.11·100/9.09 = −22.22.
 /// BAmean-50 = best int(3·50/100) = 1 value; BAmean-95/-99 = best 2 values
 /// (row 1: 10.5 vs 8.5 → 19.05%).

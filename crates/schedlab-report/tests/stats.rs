@@ -205,11 +205,18 @@ fn mmtests_single_runs_and_errors() {
     let rows = strings(&["1"]);
     let kernels = strings(&["a-base", "a-new"]);
     // One run each: Stddev is undefined → printed as mmtests does, 0 and 0.00%;
-    // with no spread at all, any change in the mean is significant.
+    // with one run per side there is no test, so no star, and the header says so.
     let out = mmtests("t", &rows, &kernels, &[vec![vec![2.0], vec![1.0]]], true).unwrap();
     assert!(out.contains("\nStddev    1        0.00 (   0.00%)        0.00 (   0.00%)\n"), "{out}");
-    assert!(out.contains("\nAmean     1        2.00 (   0.00%)        1.00 *  50.00%*\n"), "{out}");
+    assert!(out.contains("\nAmean     1        2.00 (   0.00%)        1.00 (  50.00%)\n"), "{out}");
+    assert!(out.contains("# no test (fewer than 2 runs on a side, or no spread on either): 1\n"), "{out}");
     assert!(out.contains("\nCoeffVar  1        0.00 (   0.00%)        0.00 (   0.00%)\n"), "{out}");
+    // Two runs each but identical values on both sides: no spread, no test.
+    let out = mmtests("t", &rows, &kernels, &[vec![vec![2.0, 2.0], vec![1.0, 1.0]]], true).unwrap();
+    assert!(out.contains("1.00 (  50.00%)\n") && out.contains("# no test"), "{out}");
+    // Spread on both sides: tested, and this difference is significant.
+    let out = mmtests("t", &rows, &kernels, &[vec![vec![2.0, 2.1, 1.9], vec![1.0, 1.1, 0.9]]], true).unwrap();
+    assert!(out.contains("*  50.00%*") && !out.contains("# no test"), "{out}");
 
     assert_eq!(
         mmtests("t", &rows, &kernels, &[vec![vec![1.0], vec![]]], true),
