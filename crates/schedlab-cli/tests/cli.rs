@@ -53,6 +53,12 @@ fn json_has_the_documented_fields() {
     assert_eq!(v["workload"]["params"]["fds"], 20, "the default is spelled out");
     assert_eq!(v["workload"]["params"]["ipc"], "socket");
     assert!(v["workload"]["spec"].as_str().unwrap().starts_with("hackbench groups=1 fds=20 loops=20"));
+    // The benchmark's own result: hackbench's time is the elapsed window.
+    assert_eq!(v["results"]["time_s"], v["elapsed_s"]);
+    let o = schedlab(&["run", "--workload", "schbench threads=1 workers=2 runtime_ms=50", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
+    assert!(v["results"]["rps"].as_f64().unwrap() > 0.0 && v["results"]["wakeup_p99_us"].is_number(), "{}", v["results"]);
+    assert_eq!(v["rate"]["unit"], "rps");
 }
 
 #[test]

@@ -271,6 +271,62 @@ impl Workload {
         }
     }
 
+    /// The benchmark's own results as named numbers, the figures its report line
+    /// prints (hackbench's time, perf bench pipe's usecs/op and ops/sec, pft's
+    /// faults per CPU-second and per wall second, schbench's latency percentiles
+    /// and rps, tbench's MB/sec, make's real/user/sys, stress-ng's bogo ops,
+    /// groupmix's busy share).
+    pub fn results(&self, res: &RunResult) -> Vec<(&'static str, f64)> {
+        let s = |ns: u64| ns as f64 / 1e9;
+        let wall_s = s(res.elapsed_ns());
+        match self {
+            Workload::Hackbench(_) => vec![("time_s", wall_s)],
+            Workload::Pipe(b) => {
+                let us = res.elapsed_ns() as f64 / 1000.0;
+                vec![
+                    ("total_s", wall_s),
+                    ("usecs_per_op", us / b.loops as f64),
+                    ("ops_per_s", b.loops as f64 * 1e6 / us.max(1e-9)),
+                ]
+            }
+            Workload::Pft(b) => {
+                let cpu_s: f64 = res.tasks.iter().map(|t| t.run_ns as f64).sum::<f64>() / 1e9;
+                let pages = b.pages() as f64;
+                vec![
+                    ("wall_s", wall_s),
+                    ("faults_per_cpu_s", pages / cpu_s.max(1e-9)),
+                    ("faults_per_wall_s", pages / wall_s.max(1e-9)),
+                ]
+            }
+            Workload::GroupMix(_) => vec![("busy_pct", res.busy_pct()), ("idle_pct", 100.0 - res.busy_pct())],
+            Workload::Schbench(_) => {
+                let mut v = vec![("rps", Schbench::rps(res))];
+                for (metric, names) in [
+                    (schbench::WAKEUP_LATENCY, ["wakeup_p50_us", "wakeup_p90_us", "wakeup_p99_us", "wakeup_p999_us"]),
+                    (schbench::REQUEST_LATENCY, ["request_p50_us", "request_p90_us", "request_p99_us", "request_p999_us"]),
+                ] {
+                    if let Some(h) = res.metrics.get(&metric) {
+                        for (q, name) in [0.5, 0.9, 0.99, 0.999].into_iter().zip(names) {
+                            v.push((name, (h.value_at_quantile(q) / 1000) as f64));
+                        }
+                    }
+                }
+                v
+            }
+            Workload::Tbench(_) => vec![("mb_per_s", Tbench::mb_per_s(res))],
+            Workload::Make(_) => {
+                let user: u64 = res.tasks.iter().map(|t| t.user_ns).sum();
+                let sys: u64 = res.tasks.iter().map(|t| t.sys_ns).sum();
+                vec![("real_s", wall_s), ("user_s", s(user)), ("sys_s", s(sys))]
+            }
+            Workload::StressNgPipe(_) => vec![
+                ("bogo_ops", StressNgPipe::bogo_ops(res) as f64),
+                ("bogo_ops_per_s", StressNgPipe::bogo_ops_per_s(res)),
+                ("real_time_s", wall_s),
+            ],
+        }
+    }
+
     /// What the tool itself prints after running.
     pub fn result_line(&self, res: &RunResult) -> String {
         match self {
