@@ -226,6 +226,7 @@ pub fn json(spec: &RunSpec, r: &RunResult) -> String {
             "params": spec.workload.params().into_iter().map(|(k, v)| (k.to_string(), param_json(&v))).collect::<serde_json::Map<_, _>>(),
         },
         "sysctls": spec.sysctls.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "settings": r.settings.iter().map(|(k, v)| (k.clone(), param_json(v))).collect::<serde_json::Map<_, _>>(),
         "rate": spec.workload.throughput(r).map(|(v, unit)| json!({ "value": v, "unit": unit })),
         "results": spec.workload.results(r).into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "elapsed_s": r.elapsed_ns() as f64 / 1e9,

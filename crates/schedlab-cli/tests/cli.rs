@@ -59,6 +59,9 @@ fn json_has_the_documented_fields() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
     assert!(v["results"]["rps"].as_f64().unwrap() > 0.0 && v["results"]["wakeup_p99_us"].is_number(), "{}", v["results"]);
     assert_eq!(v["rate"]["unit"], "rps");
+    // The settings in force: cfs@4.19's sysctls after boot scaling and its switches.
+    assert_eq!(v["settings"]["sched_wakeup_granularity_ns"], 4_000_000, "1 ms x (1 + log2 8) on 20 CPUs");
+    assert_eq!(v["settings"]["feature.STEAL"], "off");
 }
 
 #[test]

@@ -228,6 +228,8 @@ pub struct TaskSummary {
 pub struct RunResult {
     pub seed: u64,
     pub policy: String,
+    /// The policy's tunables and switches in force (`SchedClass::settings`).
+    pub settings: Vec<(String, String)>,
     pub ncpus: usize,
     /// Simulated time when the run started (its phase within a jiffy).
     pub start_ns: u64,
@@ -1855,6 +1857,7 @@ impl Engine {
         self.digest.add(end);
         self.digest.add(self.events);
         RunResult {
+            settings: self.policy.settings(),
             seed: self.cfg.seed,
             policy: self.policy.name(),
             ncpus: self.sys.ncpus(),

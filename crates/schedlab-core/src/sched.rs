@@ -189,6 +189,12 @@ pub trait SchedClass {
         None
     }
 
+    /// The tunables and switches in force after `init`, by the names a user sets
+    /// them with (sysctls, `feature.NAME` = on/off), for reports.
+    fn settings(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// The class asks reschedules with `resched_curr_lazy()` (fair, v6.13+): under
     /// `preempt=lazy` they set the lazy bit only.
     fn lazy_resched(&self) -> bool {

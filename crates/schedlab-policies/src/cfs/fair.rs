@@ -1224,6 +1224,13 @@ impl SchedClass for Cfs {
         format!("{}@{}{}", self.version.family(), self.version.name(), self.feat.suffix())
     }
 
+    fn settings(&self) -> Vec<(String, String)> {
+        let sysctls = self.sysctl.in_force().into_iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        let features =
+            self.feat.in_force().into_iter().map(|(k, on)| (format!("feature.{k}"), if on { "on" } else { "off" }.to_string()));
+        sysctls.chain(features).collect()
+    }
+
     fn init(&mut self, sys: &mut System) {
         self.boot(sys);
     }

@@ -190,6 +190,12 @@ impl Features {
         }
     }
 
+    /// Every switch this version has, with its state.
+    pub fn in_force(&self) -> Vec<(&'static str, bool)> {
+        let mut f = self.clone();
+        NAMES.iter().filter(|n| self.exists(n)).filter_map(|n| f.slot(n).map(|on| (*n, *on))).collect()
+    }
+
     /// The switch called `name` in features.h.
     fn slot(&mut self, name: &str) -> Option<&mut bool> {
         Some(match name {

@@ -31,6 +31,24 @@ pub struct Sysctls {
     pub eevdf: bool,
 }
 
+impl Sysctls {
+    /// The values in force, by their sysctl (or debugfs) names.
+    pub fn in_force(&self) -> Vec<(&'static str, u64)> {
+        let mut v = if self.eevdf {
+            vec![("base_slice_ns", self.base_slice_ns)]
+        } else {
+            vec![
+                ("sched_latency_ns", self.latency_ns),
+                ("sched_min_granularity_ns", self.min_granularity_ns),
+                ("sched_wakeup_granularity_ns", self.wakeup_granularity_ns),
+                ("sched_child_runs_first", u64::from(self.child_runs_first)),
+            ]
+        };
+        v.extend([("sched_migration_cost_ns", self.migration_cost_ns), ("sched_nr_migrate", self.nr_migrate)]);
+        v
+    }
+}
+
 /// `normalized_sysctl_sched_base_slice` (fair.c v6.6 L75: 0.75 ms).
 pub const NORMALIZED_BASE_SLICE_NS: u64 = 750_000;
 /// From v6.15 (2ae891b82695 "sched: Reduce the default slice to avoid tasks
