@@ -500,6 +500,10 @@ impl SchedClass for Ule {
         format!("ule@{}", self.variant.name())
     }
 
+    fn settings(&self) -> Vec<(String, String)> {
+        self.tun.in_force(self.variant).into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
     fn init(&mut self, sys: &mut System) {
         self.tick_ns = sys.tick_ns;
         let hz = (1_000_000_000 / sys.tick_ns) as i64;

@@ -57,6 +57,29 @@ impl Tunables {
         }
     }
 
+    /// The values in force, by their sysctl names (sysctl(8) prints booleans as
+    /// 0/1; `slice` in stathz ticks).
+    pub fn in_force(&self, variant: Variant) -> Vec<(&'static str, i64)> {
+        let mut v = vec![
+            ("kern.sched.slice", i64::from(self.slice)),
+            ("kern.sched.interact", self.interact),
+            ("kern.sched.preempt_thresh", i64::from(self.preempt_thresh)),
+            ("kern.sched.static_boost", i64::from(self.static_boost)),
+            ("kern.sched.affinity", self.affinity),
+            ("kern.sched.balance", i64::from(self.balance)),
+            ("kern.sched.balance_interval", self.balance_interval),
+            ("kern.sched.steal_idle", i64::from(self.steal_idle)),
+            ("kern.sched.steal_thresh", i64::from(self.steal_thresh)),
+        ];
+        if variant == Variant::Post {
+            v.extend([
+                ("kern.sched.trysteal_limit", i64::from(self.trysteal_limit)),
+                ("kern.sched.always_steal", i64::from(self.always_steal)),
+            ]);
+        }
+        v
+    }
+
     /// Applies `--sysctl kern.sched.NAME=VALUE` settings.
     pub fn apply(&mut self, variant: Variant, sysctls: &[(String, String)]) -> Result<(), SpecError> {
         let mut names = vec![
