@@ -401,17 +401,7 @@ pub fn parse_topology(spec: &str) -> Result<Topology, SpecError> {
         Topology::parse(spec)?
     };
     // The host is read, not parsed: its estimate is checked here.
-    let need = topo.state_bytes_estimate();
-    if need > schedlab_core::topology::MAX_STATE_BYTES {
-        return Err(SpecError::new(
-            "topology",
-            spec,
-            format!(
-                "a machine whose scheduler state fits in 4 GiB (this one needs about {:.1} GiB)",
-                need as f64 / (1u64 << 30) as f64
-            ),
-        ));
-    }
+    schedlab_core::topology::check_state_bytes(spec, topo.state_bytes_estimate())?;
     Ok(topo)
 }
 

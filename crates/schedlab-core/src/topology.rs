@@ -89,18 +89,7 @@ impl Topology {
         }
         // Refused before anything is built: a machine this large would take minutes
         // and gigabytes before its first event.
-        let need = state_bytes_estimate(dims.map(|d| d as u64));
-        if need > MAX_STATE_BYTES {
-            return Err(SpecError::new(
-                "topology",
-                spec,
-                format!(
-                    "a machine whose scheduler state fits in {} GiB (this one needs about {:.1} GiB)",
-                    MAX_STATE_BYTES >> 30,
-                    need as f64 / (1u64 << 30) as f64
-                ),
-            ));
-        }
+        check_state_bytes(spec, state_bytes_estimate(dims.map(|d| d as u64)))?;
         Ok(Topology::regular(spec, dims, Numbering::ThreadMajor, 10, 21))
     }
 
@@ -337,6 +326,23 @@ pub fn state_bytes_estimate(dims: [u64; 4]) -> u64 {
     let numa = if nodes > 1 { nodes * (48 + span) } else { 0 };
     let distances = nodes * nodes * 4;
     sets + distances + n * (levels * span + plain * 34 + numa + 8192)
+}
+
+/// Refuses the machine `spec` if its estimated state, `need` bytes, exceeds
+/// [`MAX_STATE_BYTES`], naming the estimate.
+pub fn check_state_bytes(spec: &str, need: u64) -> Result<(), SpecError> {
+    if need <= MAX_STATE_BYTES {
+        return Ok(());
+    }
+    Err(SpecError::new(
+        "topology",
+        spec,
+        format!(
+            "a machine whose scheduler state fits in {} GiB (this one needs about {:.1} GiB)",
+            MAX_STATE_BYTES >> 30,
+            need as f64 / (1u64 << 30) as f64
+        ),
+    ))
 }
 
 /// Parses a kernel CPU list such as `0-3,8,10-11`.
