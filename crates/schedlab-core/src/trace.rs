@@ -7,11 +7,12 @@ use crate::task::{Task, TaskId};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrevState {
     /// Still runnable, switched out by `schedule()` (a yield, the idle task, or a
-    /// reschedule taken on the way back to user space, as `exit_to_user_mode`
-    /// does): `R`.
+    /// reschedule taken on the way back to user space, as `exit_to_user_mode_loop()`
+    /// does, kernel/entry/common.c v5.11+; `prepare_exit_to_usermode()` before): `R`.
     Running,
     /// Preempted in the kernel (`preempt_schedule_irq()`, `__schedule(SM_PREEMPT)`):
-    /// `R+`, the TASK_REPORT_MAX bit `__trace_sched_switch_state()` sets when
+    /// `R+`, the TASK_REPORT_MAX bit `__trace_sched_switch_state()`
+    /// (include/trace/events/sched.h, v4.14+; `TASK_STATE_MAX` before) sets when
     /// `preempt` is true.
     Preempted,
     /// Blocked: `S`.
