@@ -1759,9 +1759,9 @@ impl Engine {
     fn snapshot_stats(&self, now: u64) -> Vec<CpuStats> {
         let mut s = self.sys.stats.clone();
         for (cpu, st) in s.iter_mut().enumerate() {
-            // Busy, or idle but running the scheduler after a wakeup (active): the
-            // time since it became busy is booked only when it next goes idle.
-            if self.sys.cpu_state(cpu) == CpuState::Busy || self.sys.active[cpu] {
+            // Active (running a task, or the scheduler after a wakeup): the time
+            // since it became busy is booked only when it next goes idle.
+            if self.sys.active[cpu] {
                 st.busy_ns += now.saturating_sub(self.cpu[cpu].busy_since_ns);
             } else if self.cpu[cpu].idle_start_ns > now {
                 st.busy_ns -= self.cpu[cpu].idle_start_ns - now;
