@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::cli::{check_result, parse_topology, RunSpec};
-use crate::Failure;
 use schedlab_core::RunConfig;
+use schedlab_spec::run::{check_result, parse_topology};
+use schedlab_spec::{Failure, RunSpec};
 use schedlab_workloads::Workload;
 
 /// One fixed scenario.
@@ -172,7 +172,7 @@ pub fn run_one(index: usize, policy: &str, quick: bool) -> Result<(), Failure> {
     };
     let spec = RunSpec {
         topo: parse_topology(sc.topology)?,
-        machine: crate::machines::load(sc.machine)?,
+        machine: schedlab_spec::machines::load(sc.machine)?,
         policy: policy.into(),
         sysctls: Vec::new(),
         workload,

@@ -1,20 +1,11 @@
-//! Command-line structure and dispatch.
+//! The command line's structure: clap's structs and their flags (`commands` runs them).
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use schedlab_core::error::SpecError;
-use schedlab_core::sched::{PreemptModel, SchedClass};
-use schedlab_core::{Engine, RunConfig, RunResult, Topology};
-use schedlab_workloads::Workload;
-
-use crate::Failure;
-
-/// Default main job: the steal seed's machine and benchmark, at a tenth of its loops.
-pub const DEFAULT_TOPOLOGY: &str = "x6-2-20";
-pub const DEFAULT_POLICY: &str = "cfs@4.19";
-pub const DEFAULT_WORKLOAD: &str = "hackbench groups=1 loops=10000 ipc=socket mode=process";
+use schedlab_spec::run::{DEFAULT_POLICY, DEFAULT_TOPOLOGY, DEFAULT_WORKLOAD};
+use schedlab_spec::RunRequest;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -245,6 +236,23 @@ pub struct RunArgs {
     pub format: Format,
 }
 
+impl RunArgs {
+    pub fn request(&self) -> RunRequest {
+        RunRequest {
+            topology: self.topology.clone(),
+            machine: self.machine.clone(),
+            policy: self.policy.clone(),
+            workload: self.workload.clone(),
+            seed: self.seed,
+            sysctls: self.sysctls.clone(),
+            hz: self.hz,
+            preempt: self.preempt.clone(),
+            autogroup: self.autogroup.clone(),
+            check: self.check,
+        }
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
     /// The base policy, e.g. cfs@4.19.
@@ -348,292 +356,4 @@ pub enum ValidateFormat {
     Json,
     /// row,workload,metric,side,run,value
     Csv,
-}
-
-/// A fully validated run.
-pub struct RunSpec {
-    pub topo: Topology,
-    pub machine: schedlab_core::MachineProfile,
-    pub policy: String,
-    pub sysctls: Vec<(String, String)>,
-    pub workload: Workload,
-    pub cfg: RunConfig,
-}
-
-impl RunSpec {
-    /// Validates every input before anything runs or is written.
-    pub fn from_args(a: &RunArgs) -> Result<RunSpec, SpecError> {
-        let topo = parse_topology(&a.topology)?;
-        let machine = crate::machines::load_for(a.machine.as_deref(), &a.topology)?;
-        let sysctls = parse_sysctls(&a.sysctls)?;
-        // Build once to validate the name and sysctls.
-        let policy = schedlab_policies::policy_by_name(&a.policy, &sysctls)?;
-        let workload = Workload::parse(&a.workload)?;
-        if !(10..=10_000).contains(&a.hz) {
-            return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ, e.g. 100, 250, 1000)"));
-        }
-        let preempt = parse_preempt(a.preempt.as_deref(), &a.topology)?;
-        check_preempt_for(preempt, &a.policy, policy.as_ref())?;
-        let autogroup = parse_autogroup(a.autogroup.as_deref(), &a.topology)?;
-        let cfg = RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, autogroup, ..RunConfig::default() };
-        Ok(RunSpec { topo, machine, policy: a.policy.clone(), sysctls, workload, cfg })
-    }
-
-    pub fn engine(&self) -> Engine {
-        let policy = schedlab_policies::policy_by_name(&self.policy, &self.sysctls).expect("validated in from_args");
-        Engine::new(
-            self.topo.clone(),
-            self.machine.clone(),
-            policy,
-            self.cfg.clone(),
-            self.workload.main_comm(),
-            self.workload.main_program(),
-        )
-    }
-}
-
-/// `NxLxCxT`, a preset, or `host` (read from this machine's sysfs).
-pub fn parse_topology(spec: &str) -> Result<Topology, SpecError> {
-    let topo = if spec == "host" {
-        let read = |p: &str| std::fs::read_to_string(format!("/sys/devices/system/{p}")).ok();
-        Topology::from_sysfs(&read)?
-    } else {
-        Topology::parse(spec)?
-    };
-    // The host is read, not parsed: its estimate is checked here.
-    schedlab_core::topology::check_state_bytes(spec, topo.state_bytes_estimate())?;
-    Ok(topo)
-}
-
-/// `--preempt`: a model by name; unset, the host kernel's own model for
-/// `--topology host` (from what the host lets us read) and `none` otherwise.
-pub fn parse_preempt(flag: Option<&str>, topology: &str) -> Result<PreemptModel, SpecError> {
-    match flag {
-        Some(name) => PreemptModel::parse(name).ok_or_else(|| SpecError::new("preempt", name, PreemptModel::NAMES)),
-        None if topology == "host" => match schedlab_host::kernel::preempt_mode() {
-            Some(h) => Ok(PreemptModel::parse(&h.mode).expect("host modes are the four names")),
-            None => {
-                eprintln!("schedlab: warning: the host's preemption model could not be read; using none (set --preempt)");
-                Ok(PreemptModel::None)
-            }
-        },
-        None => Ok(PreemptModel::None),
-    }
-}
-
-/// `--autogroup on|off`; unset, the host's setting for `--topology host`, else off.
-pub fn parse_autogroup(flag: Option<&str>, topology: &str) -> Result<bool, SpecError> {
-    match flag {
-        Some("on") => Ok(true),
-        Some("off") => Ok(false),
-        Some(other) => Err(SpecError::new("autogroup", other, "on or off")),
-        None if topology == "host" => Ok(schedlab_host::kernel::autogroup_enabled().unwrap_or(false)),
-        None => Ok(false),
-    }
-}
-
-/// `preempt=lazy` exists from Linux 6.13: refused for a policy modelling an older
-/// (or a non-Linux) kernel rather than silently run as `full`.
-pub fn check_preempt_for(preempt: PreemptModel, name: &str, policy: &dyn SchedClass) -> Result<(), SpecError> {
-    if preempt == PreemptModel::Lazy && policy.linux_release().is_none_or(|v| v < (6, 13)) {
-        return Err(SpecError::new(
-            "preempt",
-            format!("lazy (with {name})"),
-            "none, voluntary or full: preempt=lazy exists from Linux 6.13 (eevdf@6.18)",
-        ));
-    }
-    Ok(())
-}
-
-pub fn parse_sysctls(raw: &[String]) -> Result<Vec<(String, String)>, SpecError> {
-    raw.iter()
-        .map(|s| match s.split_once('=') {
-            Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
-            _ => Err(SpecError::new("sysctl", s, "NAME=VALUE, e.g. sched_wakeup_granularity_ns=15000000")),
-        })
-        .collect()
-}
-
-pub fn dispatch(cli: Cli) -> Result<(), Failure> {
-    // The simulating commands write their outputs through temporary files, which a
-    // signal must not leave behind (the commands that run real work handle their
-    // signals themselves, through schedlab_host::signals).
-    if matches!(cli.command, Command::Run(_) | Command::Compare(_) | Command::Reproduce { .. }) {
-        crate::outputs::remove_temporaries_on_signals();
-    }
-    match cli.command {
-        Command::Run(a) => run(&a),
-        Command::Topology { spec } => {
-            print!("{}", parse_topology(&spec)?.describe());
-            Ok(())
-        }
-        Command::Calibrate { name, out, quick } => crate::calibrate_cmd(name, out, quick),
-        Command::Record { out, buffer_kb, timeout_s, command } => crate::record_cmd(&out, buffer_kb, timeout_s, &command),
-        Command::TraceSummary { traces, comm } => crate::trace_summary::run(&traces, comm.as_deref()),
-        Command::Swarm { seed, scenarios, jobs } => crate::swarm::run(seed, scenarios, crate::parallel::threads(jobs)?),
-        Command::Bench { quick, one: None, format, .. } => crate::bench::run(quick, format == Format::Json),
-        Command::Bench { quick, one: Some(i), policy, .. } => crate::bench::run_one(i, &policy, quick),
-        Command::Real { workload, runs, cpus, timeout_s, format, in_process } => {
-            crate::validate::real_cmd(&workload, runs, cpus.as_deref(), timeout_s, format == Format::Json, in_process)
-        }
-        Command::Validate(a) => crate::validate::validate_cmd(&a),
-        Command::Compare(a) => compare(&a),
-        Command::Reproduce { name, list, runs, scale, rows, format, fraction, plot, jobs } => {
-            let Some(name) = name.filter(|_| !list) else { return crate::reproduce::list() };
-            let threads = crate::parallel::threads(jobs)?;
-            if !(fraction > 0.0 && fraction <= 1.0) {
-                return Err(SpecError::new("fraction", fraction.to_string(), "a number in (0, 1]").into());
-            }
-            if let Some(r) = runs.filter(|&r| r == 0 || r > 10_000) {
-                return Err(SpecError::new("runs", r.to_string(), "an integer from 1 to 10000").into());
-            }
-            if let Some(s) = scale.as_deref().filter(|s| s.parse::<f64>().map_or(true, |v| !(v > 0.0 && v.is_finite()))) {
-                return Err(SpecError::new("scale", s, "a positive number (an integer for integer keys)").into());
-            }
-            if name == "all" {
-                let ignored = [
-                    (scale.is_some(), "--scale"),
-                    (rows.is_some(), "--rows"),
-                    (plot.is_some(), "--plot"),
-                    (format == Format::Json, "--format json"),
-                ];
-                if let Some((_, flag)) = ignored.iter().find(|(set, _)| *set) {
-                    return Err(SpecError::new("reproduce all", *flag, "only --runs, --fraction and --jobs with all").into());
-                }
-                return crate::reproduce::run_all(runs, fraction, threads);
-            }
-            if fraction != 1.0 {
-                return Err(SpecError::new(
-                    "fraction",
-                    fraction.to_string(),
-                    "--fraction only with `reproduce all`; use --scale",
-                )
-                .into());
-            }
-            let plot = plot.map(|p| crate::plotfile::PlotFile::new(&p)).transpose()?;
-            crate::reproduce::run(&name, runs, scale.as_deref(), rows, format == Format::Json, plot.as_ref(), threads)
-        }
-    }
-}
-
-fn compare(a: &CompareArgs) -> Result<(), Failure> {
-    if !(10..=10_000).contains(&a.hz) {
-        return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000").into());
-    }
-    let c = crate::compare::Comparison {
-        topo: parse_topology(&a.topology)?,
-        machine: crate::machines::load_for(a.machine.as_deref(), &a.topology)?,
-        base: a.base.clone(),
-        new: a.new.clone(),
-        others: Vec::new(),
-        sysctls: parse_sysctls(&a.sysctls)?,
-        workload: a.workload.clone(),
-        vary: a.vary.as_deref().map(crate::compare::parse_vary).transpose()?,
-        runs: a.runs,
-        hz: a.hz,
-        preempt: parse_preempt(a.preempt.as_deref(), &a.topology)?,
-        autogroup: parse_autogroup(a.autogroup.as_deref(), &a.topology)?,
-        first_seed: a.seed,
-        keep_irq_off: false,
-    };
-    c.validate()?;
-    if a.format == CompareFormat::Ministat && a.runs < 3 {
-        return Err(SpecError::new(
-            "runs",
-            a.runs.to_string(),
-            "at least 3 with --format ministat (its test needs 3 runs per side)",
-        )
-        .into());
-    }
-    let plot = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
-    let rows = c.run(crate::parallel::threads(a.jobs)?)?;
-    if let Some(p) = plot {
-        p.write(&crate::plotfile::comparison_bars(&c, &rows))?;
-    }
-    let out = match a.format {
-        CompareFormat::Text => crate::compare::text(&c, &rows),
-        CompareFormat::Json => crate::compare::json(&c, &rows) + "\n",
-        CompareFormat::Mmtests => crate::compare::mmtests(&c, &rows)?,
-        CompareFormat::Ministat => crate::compare::ministat(&c, &rows)?,
-        CompareFormat::Csv => crate::compare::csv(&c, &rows)?,
-    };
-    print!("{out}");
-    Ok(())
-}
-
-/// A run's progress line on stderr, from its third second on: simulated time,
-/// events, and for a benchmark that runs for a set simulated time the wall time
-/// left at the pace so far. Cleared when the run ends.
-fn run_progress(expected_sim_ns: Option<u64>) -> Box<dyn FnMut(u64, u64)> {
-    let started = std::time::Instant::now();
-    let mut last_drawn = 0.0f64;
-    Box::new(move |sim_ns, events| {
-        let wall = started.elapsed().as_secs_f64();
-        if wall < 2.0 || wall - last_drawn < 0.5 {
-            return;
-        }
-        last_drawn = wall;
-        let left = expected_sim_ns
-            .filter(|&e| sim_ns > 0 && e > sim_ns)
-            .map(|e| format!(", about {:.0} s left", wall * (e - sim_ns) as f64 / sim_ns as f64))
-            .unwrap_or_default();
-        eprint!("\r\x1b[Ksimulated {:.3} s, {:.1} M events, {wall:.0} s{left}", sim_ns as f64 / 1e9, events as f64 / 1e6);
-    })
-}
-
-fn run(a: &RunArgs) -> Result<(), Failure> {
-    let mut spec = RunSpec::from_args(a)?;
-    // Every output is checked before the run: a regular file (or a new one) in a
-    // writable directory, and not the same file twice.
-    let plot = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
-    let trace_path = a.trace.as_deref().map(|p| crate::outputs::check("trace", p)).transpose()?;
-    if let (Some(t), Some(p)) = (&a.trace, &a.plot) {
-        crate::outputs::distinct(&[("trace", t), ("plot", p)])?;
-    }
-    if plot.is_some() {
-        spec.cfg.util_bucket_ns = Some(crate::plotfile::RUN_BUCKET_NS);
-    }
-    let mut engine = spec.engine();
-    let trace = match &trace_path {
-        Some(path) => Some(crate::tracefile::TraceFile::create(path, spec.topo.ncpus())?),
-        None => None,
-    };
-    if let Some(t) = &trace {
-        engine.set_trace(Box::new(t.sink()));
-    }
-    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        engine.set_progress(run_progress(spec.workload.expected_sim_ns()));
-    }
-    let started = std::time::Instant::now();
-    let result = engine.run();
-    let wall = started.elapsed();
-    if std::io::IsTerminal::is_terminal(&std::io::stderr()) && wall.as_secs_f64() >= 2.0 {
-        eprint!("\r\x1b[K");
-    }
-    // A failed run leaves no trace file behind.
-    check_result(&result, spec.cfg.check)?;
-    if let Some(t) = trace {
-        t.finish().map_err(Failure::Run)?;
-    }
-    if let Some(p) = plot {
-        let title = format!("{} on {}: {}, seed {}", spec.policy, spec.topo.name, a.workload, a.seed);
-        p.write(&crate::plotfile::run_heat_map(&title, &result))?;
-    }
-    match a.format {
-        Format::Text => print!("{}", crate::report::text(&spec, &result, wall)),
-        Format::Json => println!("{}", crate::report::json(&spec, &result)),
-    }
-    Ok(())
-}
-
-/// A run that broke an invariant or never finished is an error, not a result.
-pub fn check_result(r: &RunResult, checked: bool) -> Result<(), Failure> {
-    if r.timed_out {
-        return Err(Failure::Run(format!("the run did not finish within {} simulated seconds", r.end_ns / 1_000_000_000)));
-    }
-    if !r.violations.is_empty() {
-        let what = if checked { "invariant violations" } else { "engine errors" };
-        return Err(Failure::Run(format!("{what}:\n  {}", r.violations.join("\n  "))));
-    }
-    Ok(())
 }

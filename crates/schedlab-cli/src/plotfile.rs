@@ -10,9 +10,9 @@ use schedlab_core::error::SpecError;
 use schedlab_core::RunResult;
 use schedlab_report::plot::{bar_chart_svg, heat_map_svg, Series};
 
-use crate::compare::{Comparison, Row};
-use crate::reproduce::Experiment;
-use crate::Failure;
+use schedlab_spec::compare::{Comparison, Row};
+use schedlab_spec::experiment::Experiment;
+use schedlab_spec::Failure;
 
 /// Utilisation buckets recorded for `run --plot` (at least; they widen as the run grows).
 pub const RUN_BUCKET_NS: u64 = 100_000;
@@ -81,8 +81,8 @@ pub fn run_heat_map(title: &str, r: &RunResult) -> String {
 pub fn comparison_bars(c: &Comparison, rows: &[Row]) -> String {
     let key = c.vary.as_ref().map_or("row", |(k, _)| k.as_str());
     let cats: Vec<String> = rows.iter().map(|r| r.vary.clone()).collect();
-    let value = |s: &crate::compare::Side| s.mean.throughput.unwrap_or(s.mean.time_s);
-    let side = |name: &str, pick: &dyn Fn(&Row) -> &crate::compare::Side| Series {
+    let value = |s: &schedlab_spec::compare::Side| s.mean.throughput.unwrap_or(s.mean.time_s);
+    let side = |name: &str, pick: &dyn Fn(&Row) -> &schedlab_spec::compare::Side| Series {
         name: name.to_string(),
         values: rows.iter().map(|r| Some(value(pick(r)))).collect(),
         errors: rows.iter().map(|r| Some(value(pick(r)) * pick(r).stddev_pct / 100.0)).collect(),
@@ -96,7 +96,7 @@ pub fn comparison_bars(c: &Comparison, rows: &[Row]) -> String {
 
 /// Published (outlined) beside simulated (filled, ± stddev) for base and new.
 pub fn reproduction_bars(e: &Experiment, c: &Comparison, rows: &[Row]) -> String {
-    let matched: Vec<(&crate::reproduce::PublishedRow, &Row)> =
+    let matched: Vec<(&schedlab_spec::experiment::PublishedRow, &Row)> =
         rows.iter().filter_map(|r| e.rows.iter().find(|p| p.vary == r.vary).map(|p| (p, r))).collect();
     let cats: Vec<String> = matched.iter().map(|(_, r)| r.vary.clone()).collect();
     if e.layout == "throughput" {
@@ -118,15 +118,15 @@ pub fn reproduction_bars(e: &Experiment, c: &Comparison, rows: &[Row]) -> String
         return bar_chart_svg(&e.title, &e.vary, "%speedup", &cats, &series);
     }
     let idle = e.layout == "mpstat";
-    let value = |s: &crate::compare::Side| if idle { 100.0 - s.mean.busy_pct } else { s.mean.time_s };
-    let published = |p: &crate::reproduce::PublishedSide| {
+    let value = |s: &schedlab_spec::compare::Side| if idle { 100.0 - s.mean.busy_pct } else { s.mean.time_s };
+    let published = |p: &schedlab_spec::experiment::PublishedSide| {
         if idle {
             p.busy_pct.map(|b| 100.0 - b)
         } else {
             Some(p.time_s)
         }
     };
-    let spread = |s: &crate::compare::Side| if idle { None } else { Some(s.mean.time_s * s.stddev_pct / 100.0) };
+    let spread = |s: &schedlab_spec::compare::Side| if idle { None } else { Some(s.mean.time_s * s.stddev_pct / 100.0) };
     let series = vec![
         Series {
             name: format!("{} published", c.base),

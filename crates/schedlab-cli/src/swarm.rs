@@ -12,8 +12,8 @@ use schedlab_core::sched::PreemptModel;
 use schedlab_core::RunConfig;
 use schedlab_workloads::Workload;
 
-use crate::cli::{check_preempt_for, check_result, parse_topology, RunSpec};
-use crate::Failure;
+use schedlab_spec::run::{check_preempt_for, check_result, parse_topology};
+use schedlab_spec::{Failure, RunSpec};
 
 /// Most scenarios one swarm may run.
 pub const MAX_SCENARIOS: u64 = 100_000_000;
@@ -136,7 +136,7 @@ impl Scenario {
         let preempt = self.preempt;
         let spec = RunSpec {
             topo: parse_topology(&self.topology).map_err(|e| err(e.into()))?,
-            machine: crate::machines::load(self.machine).map_err(|e| err(e.into()))?,
+            machine: schedlab_spec::machines::load(self.machine).map_err(|e| err(e.into()))?,
             policy: self.policy.to_string(),
             sysctls: self.sysctl.iter().cloned().collect(),
             workload: Workload::parse(&self.workload).map_err(|e| err(e.into()))?,
@@ -191,7 +191,7 @@ pub fn run(seed: u64, scenarios: u64, threads: usize) -> Result<(), Failure> {
     }
     let started = Instant::now();
     let indices: Vec<u64> = (0..scenarios).collect();
-    let results = crate::parallel::map(&indices, threads, "swarm", |&i| {
+    let results = schedlab_spec::parallel::map(&indices, threads, "swarm", |&i| {
         let s = Scenario::draw(seed, i);
         s.run().err().map(|e| (i, s, e))
     });

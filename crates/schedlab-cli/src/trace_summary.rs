@@ -9,7 +9,7 @@ use std::path::Path;
 
 use schedlab_trace::summary::{compare, TraceSummary};
 
-use crate::Failure;
+use schedlab_spec::Failure;
 
 /// Summarises the trace at `path` (`-`: standard input), keeping the tasks whose
 /// comm `keep` accepts.

@@ -14,7 +14,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::json;
 
 use schedlab_core::error::SpecError;
@@ -25,121 +24,10 @@ use schedlab_trace::summary;
 use schedlab_workloads::schbench::{REQUEST_LATENCY, WAKEUP_LATENCY};
 use schedlab_workloads::Workload;
 
-use crate::cli::{check_result, RunSpec, ValidateArgs, ValidateFormat};
-use crate::Failure;
-
-/// The shipped suites, built into the binary.
-pub const BUILTIN: &[(&str, &str)] = &[
-    ("host-default", include_str!("../../../suites/host-default.toml")),
-    ("host-quick", include_str!("../../../suites/host-quick.toml")),
-];
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SuiteFile {
-    name: String,
-    runs: Option<u64>,
-    timeout_s: Option<u64>,
-    tolerance: Option<ToleranceFile>,
-    rows: Vec<RowFile>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ToleranceFile {
-    elapsed_pct: Option<f64>,
-    switches_pct: Option<f64>,
-    migrations_factor: Option<f64>,
-    migrations_min: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RowFile {
-    name: String,
-    workload: String,
-}
-
-/// When a simulated median agrees with the real one.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tolerance {
-    pub elapsed_pct: f64,
-    pub switches_pct: f64,
-    pub migrations_factor: f64,
-    /// Migrations are judged only where the real median is at least this.
-    pub migrations_min: u64,
-}
-
-impl Default for Tolerance {
-    fn default() -> Self {
-        Tolerance { elapsed_pct: 15.0, switches_pct: 25.0, migrations_factor: 2.0, migrations_min: 100 }
-    }
-}
-
-pub struct SuiteRow {
-    pub name: String,
-    pub spec: String,
-    pub workload: Workload,
-}
-
-pub struct Suite {
-    pub name: String,
-    pub runs: u64,
-    pub timeout_s: u64,
-    pub tolerance: Tolerance,
-    pub rows: Vec<SuiteRow>,
-}
-
-/// A shipped suite by name, or a `.toml` file by path; every field checked.
-pub fn load_suite(name_or_path: &str) -> Result<Suite, SpecError> {
-    let (text, origin) = crate::shipped::text("suite", BUILTIN, name_or_path)?;
-    let f: SuiteFile = toml::from_str(&text).map_err(|e| {
-        SpecError::new("suite file", &origin, format!("a suite TOML like suites/host-quick.toml ({})", e.message()))
-    })?;
-    let runs = f.runs.unwrap_or(3);
-    if !(1..=100).contains(&runs) {
-        return Err(SpecError::new("suite runs", runs.to_string(), "an integer from 1 to 100"));
-    }
-    let timeout_s = f.timeout_s.unwrap_or(120);
-    if !(1..=3600).contains(&timeout_s) {
-        return Err(SpecError::new("suite timeout_s", timeout_s.to_string(), "an integer from 1 to 3600"));
-    }
-    let d = Tolerance::default();
-    let t = f.tolerance.unwrap_or(ToleranceFile {
-        elapsed_pct: None,
-        switches_pct: None,
-        migrations_factor: None,
-        migrations_min: None,
-    });
-    let tolerance = Tolerance {
-        elapsed_pct: t.elapsed_pct.unwrap_or(d.elapsed_pct),
-        switches_pct: t.switches_pct.unwrap_or(d.switches_pct),
-        migrations_factor: t.migrations_factor.unwrap_or(d.migrations_factor),
-        migrations_min: t.migrations_min.unwrap_or(d.migrations_min),
-    };
-    for (field, v) in [("tolerance.elapsed_pct", tolerance.elapsed_pct), ("tolerance.switches_pct", tolerance.switches_pct)] {
-        if !(v > 0.0 && v.is_finite()) {
-            return Err(SpecError::new(field, v.to_string(), "a positive percentage"));
-        }
-    }
-    if !(tolerance.migrations_factor >= 1.0 && tolerance.migrations_factor.is_finite()) {
-        return Err(SpecError::new("tolerance.migrations_factor", tolerance.migrations_factor.to_string(), "a number >= 1"));
-    }
-    if f.rows.is_empty() {
-        return Err(SpecError::new("suite rows", &origin, "at least one [[rows]] entry"));
-    }
-    let mut rows: Vec<SuiteRow> = Vec::new();
-    for r in f.rows {
-        if r.name.is_empty() || rows.iter().any(|x| x.name == r.name) {
-            return Err(SpecError::new("suite rows.name", &r.name, "a non-empty name, unique in the suite"));
-        }
-        let workload = Workload::parse(&r.workload)?;
-        real::check_runnable(&workload)
-            .map_err(|e| SpecError::new("suite rows.workload", &r.workload, format!("a workload with a real run ({e})")))?;
-        rows.push(SuiteRow { name: r.name, spec: r.workload, workload });
-    }
-    Ok(Suite { name: f.name, runs, timeout_s, tolerance, rows })
-}
+use crate::cli::{ValidateArgs, ValidateFormat};
+use schedlab_spec::run::check_result;
+use schedlab_spec::suite::{load_suite, SuiteRow, Tolerance};
+use schedlab_spec::{Failure, RunSpec};
 
 /// `--cpus`: a CPU list (`0`, `0-3`, `0,2`) of CPUs that are online here.
 pub fn parse_cpus(s: &str) -> Result<Vec<usize>, SpecError> {
@@ -461,7 +349,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     if !(1..=100).contains(&runs) {
         return Err(SpecError::new("runs", runs.to_string(), "an integer from 1 to 100").into());
     }
-    let threads = crate::parallel::threads(a.jobs)?;
+    let threads = schedlab_spec::parallel::threads(a.jobs)?;
     let only: Vec<&SuiteRow> = match &a.rows {
         None => suite.rows.iter().collect(),
         Some(names) => {
@@ -505,14 +393,14 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         }
     };
     let policy_class = schedlab_policies::policy_by_name(&policy, &[])?;
-    let preempt = crate::cli::parse_preempt(a.preempt.as_deref(), "host")?;
-    crate::cli::check_preempt_for(preempt, &policy, policy_class.as_ref())?;
+    let preempt = schedlab_spec::run::parse_preempt(a.preempt.as_deref(), "host")?;
+    schedlab_spec::run::check_preempt_for(preempt, &policy, policy_class.as_ref())?;
     let preempt_origin = match (&a.preempt, schedlab_host::kernel::preempt_mode()) {
         (Some(_), _) => "--preempt".to_string(),
         (None, Some(h)) => h.source,
         (None, None) => "default (unreadable on this host)".to_string(),
     };
-    let autogroup = crate::cli::parse_autogroup(a.autogroup.as_deref(), "host")?;
+    let autogroup = schedlab_spec::run::parse_autogroup(a.autogroup.as_deref(), "host")?;
     if !(10..=10_000).contains(&a.hz) {
         return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ)").into());
     }
@@ -530,7 +418,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         drop(schedlab_host::tracefs::Instance::open(64).map_err(|e| Failure::Host(format!("validate --trace: {e}")))?);
     }
     let (machine, machine_origin) = match &a.machine {
-        Some(m) => (crate::machines::load(m)?, m.clone()),
+        Some(m) => (schedlab_spec::machines::load(m)?, m.clone()),
         None => {
             progress("calibrating this host (schedlab calibrate) ...");
             let opts = schedlab_host::calibrate::CalibrateOptions { name: "host".into(), quick: a.quick_calibrate };
@@ -622,7 +510,7 @@ fn traced_real_run(argv: &[String], limit: Duration) -> Result<(RealResult, Stri
 /// Every row's simulated runs (seeds 1..=runs), on `threads` threads.
 fn simulate(sim: &SimSide, rows: &[&SuiteRow], runs: u64, threads: usize) -> Result<Vec<Vec<RunResult>>, Failure> {
     let jobs: Vec<(usize, u64)> = (0..rows.len()).flat_map(|r| (1..=runs).map(move |s| (r, s))).collect();
-    let results = crate::parallel::map(&jobs, threads, "simulated side", |&(ri, seed)| {
+    let results = schedlab_spec::parallel::map(&jobs, threads, "simulated side", |&(ri, seed)| {
         let r = sim.spec(&rows[ri].workload, seed).engine().run();
         check_result(&r, false).map(|_| r)
     });

@@ -10,7 +10,7 @@ use schedlab_core::sched::IrqOffStats;
 use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
 use schedlab_workloads::Workload;
 
-use crate::cli::{check_result, RunSpec};
+use crate::run::{check_result, RunSpec};
 use crate::Failure;
 
 /// Per-CPU averages of one run's schedstat deltas, as the seed's tables show them.
@@ -208,7 +208,7 @@ impl Comparison {
         }
         for p in self.policies() {
             let policy = schedlab_policies::policy_by_name(p, &self.sysctls)?;
-            crate::cli::check_preempt_for(self.preempt, p, policy.as_ref())?;
+            crate::run::check_preempt_for(self.preempt, p, policy.as_ref())?;
         }
         if self.runs == 0 || self.runs > 10_000 {
             return Err(SpecError::new("runs", self.runs.to_string(), "an integer from 1 to 10000"));

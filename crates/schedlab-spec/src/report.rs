@@ -10,7 +10,7 @@ use schedlab_core::sched::IrqOffStats;
 use schedlab_core::stats::CpuStats;
 use schedlab_core::RunResult;
 
-use crate::cli::RunSpec;
+use crate::run::RunSpec;
 
 /// Per-CPU tables are printed in full up to this many CPUs; beyond, as a summary.
 const MAX_CPU_ROWS: usize = 64;

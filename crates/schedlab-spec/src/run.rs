@@ -1,0 +1,169 @@
+//! One run: what a front end asks for (`RunRequest`, strings as a user writes
+//! them), checked whole into a `RunSpec` before anything runs or is written.
+
+use schedlab_core::error::SpecError;
+use schedlab_core::sched::{PreemptModel, SchedClass};
+use schedlab_core::{Engine, RunConfig, RunResult, Topology};
+use schedlab_workloads::Workload;
+
+use crate::Failure;
+
+/// Default main job: the steal seed's machine and benchmark, at a tenth of its loops.
+pub const DEFAULT_TOPOLOGY: &str = "x6-2-20";
+pub const DEFAULT_POLICY: &str = "cfs@4.19";
+pub const DEFAULT_WORKLOAD: &str = "hackbench groups=1 loops=10000 ipc=socket mode=process";
+
+/// A run as a user writes it: every field in the command line's words
+/// (`schedlab run --help`), unchecked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunRequest {
+    /// NxLxCxT, a preset name or `host`.
+    pub topology: String,
+    /// A shipped machine profile or a `.toml` path; `None`: the topology's own.
+    pub machine: Option<String>,
+    pub policy: String,
+    pub workload: String,
+    pub seed: u64,
+    /// `NAME=VALUE` each.
+    pub sysctls: Vec<String>,
+    pub hz: u64,
+    /// none, voluntary, full or lazy; `None`: none, or the host's for `host`.
+    pub preempt: Option<String>,
+    /// on or off; `None`: off, or the host's for `host`.
+    pub autogroup: Option<String>,
+    /// Check invariants while running.
+    pub check: bool,
+}
+
+impl Default for RunRequest {
+    /// The quick start's run.
+    fn default() -> Self {
+        RunRequest {
+            topology: DEFAULT_TOPOLOGY.to_string(),
+            machine: None,
+            policy: DEFAULT_POLICY.to_string(),
+            workload: DEFAULT_WORKLOAD.to_string(),
+            seed: 1,
+            sysctls: Vec::new(),
+            hz: 250,
+            preempt: None,
+            autogroup: None,
+            check: false,
+        }
+    }
+}
+
+/// A fully validated run.
+pub struct RunSpec {
+    pub topo: Topology,
+    pub machine: schedlab_core::MachineProfile,
+    pub policy: String,
+    pub sysctls: Vec<(String, String)>,
+    pub workload: Workload,
+    pub cfg: RunConfig,
+}
+
+impl RunSpec {
+    /// Validates every input before anything runs or is written.
+    pub fn from_request(a: &RunRequest) -> Result<RunSpec, SpecError> {
+        let topo = parse_topology(&a.topology)?;
+        let machine = crate::machines::load_for(a.machine.as_deref(), &a.topology)?;
+        let sysctls = parse_sysctls(&a.sysctls)?;
+        // Build once to validate the name and sysctls.
+        let policy = schedlab_policies::policy_by_name(&a.policy, &sysctls)?;
+        let workload = Workload::parse(&a.workload)?;
+        if !(10..=10_000).contains(&a.hz) {
+            return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ, e.g. 100, 250, 1000)"));
+        }
+        let preempt = parse_preempt(a.preempt.as_deref(), &a.topology)?;
+        check_preempt_for(preempt, &a.policy, policy.as_ref())?;
+        let autogroup = parse_autogroup(a.autogroup.as_deref(), &a.topology)?;
+        let cfg = RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, autogroup, ..RunConfig::default() };
+        Ok(RunSpec { topo, machine, policy: a.policy.clone(), sysctls, workload, cfg })
+    }
+    pub fn engine(&self) -> Engine {
+        let policy = schedlab_policies::policy_by_name(&self.policy, &self.sysctls).expect("validated in from_args");
+        Engine::new(
+            self.topo.clone(),
+            self.machine.clone(),
+            policy,
+            self.cfg.clone(),
+            self.workload.main_comm(),
+            self.workload.main_program(),
+        )
+    }
+}
+
+/// `NxLxCxT`, a preset, or `host` (read from this machine's sysfs).
+pub fn parse_topology(spec: &str) -> Result<Topology, SpecError> {
+    let topo = if spec == "host" {
+        let read = |p: &str| std::fs::read_to_string(format!("/sys/devices/system/{p}")).ok();
+        Topology::from_sysfs(&read)?
+    } else {
+        Topology::parse(spec)?
+    };
+    // The host is read, not parsed: its estimate is checked here.
+    schedlab_core::topology::check_state_bytes(spec, topo.state_bytes_estimate())?;
+    Ok(topo)
+}
+
+/// `--preempt`: a model by name; unset, the host kernel's own model for
+/// `--topology host` (from what the host lets us read) and `none` otherwise.
+pub fn parse_preempt(flag: Option<&str>, topology: &str) -> Result<PreemptModel, SpecError> {
+    match flag {
+        Some(name) => PreemptModel::parse(name).ok_or_else(|| SpecError::new("preempt", name, PreemptModel::NAMES)),
+        None if topology == "host" => match schedlab_host::kernel::preempt_mode() {
+            Some(h) => Ok(PreemptModel::parse(&h.mode).expect("host modes are the four names")),
+            None => {
+                eprintln!("schedlab: warning: the host's preemption model could not be read; using none (set --preempt)");
+                Ok(PreemptModel::None)
+            }
+        },
+        None => Ok(PreemptModel::None),
+    }
+}
+
+/// `--autogroup on|off`; unset, the host's setting for `--topology host`, else off.
+pub fn parse_autogroup(flag: Option<&str>, topology: &str) -> Result<bool, SpecError> {
+    match flag {
+        Some("on") => Ok(true),
+        Some("off") => Ok(false),
+        Some(other) => Err(SpecError::new("autogroup", other, "on or off")),
+        None if topology == "host" => Ok(schedlab_host::kernel::autogroup_enabled().unwrap_or(false)),
+        None => Ok(false),
+    }
+}
+
+/// `preempt=lazy` exists from Linux 6.13: refused for a policy modelling an older
+/// (or a non-Linux) kernel rather than silently run as `full`.
+pub fn check_preempt_for(preempt: PreemptModel, name: &str, policy: &dyn SchedClass) -> Result<(), SpecError> {
+    if preempt == PreemptModel::Lazy && policy.linux_release().is_none_or(|v| v < (6, 13)) {
+        return Err(SpecError::new(
+            "preempt",
+            format!("lazy (with {name})"),
+            "none, voluntary or full: preempt=lazy exists from Linux 6.13 (eevdf@6.18)",
+        ));
+    }
+    Ok(())
+}
+
+pub fn parse_sysctls(raw: &[String]) -> Result<Vec<(String, String)>, SpecError> {
+    raw.iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(SpecError::new("sysctl", s, "NAME=VALUE, e.g. sched_wakeup_granularity_ns=15000000")),
+        })
+        .collect()
+}
+
+/// A run that broke an invariant or never finished is an error, not a result.
+pub fn check_result(r: &RunResult, checked: bool) -> Result<(), Failure> {
+    if r.timed_out {
+        return Err(Failure::Run(format!("the run did not finish within {} simulated seconds", r.end_ns / 1_000_000_000)));
+    }
+    if !r.violations.is_empty() {
+        let what = if checked { "invariant violations" } else { "engine errors" };
+        return Err(Failure::Run(format!("{what}:\n  {}", r.violations.join("\n  "))));
+    }
+    Ok(())
+}

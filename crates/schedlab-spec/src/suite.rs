@@ -1,0 +1,121 @@
+//! Validation suites (`suites/NAME.toml` built in, or a `.toml` path): the rows
+//! `schedlab validate` runs for real and simulated, and the tolerances it judges by.
+
+use serde::Deserialize;
+
+use schedlab_core::error::SpecError;
+use schedlab_host::real;
+use schedlab_workloads::Workload;
+
+/// The shipped suites, built into the binary.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("host-default", include_str!("../../../suites/host-default.toml")),
+    ("host-quick", include_str!("../../../suites/host-quick.toml")),
+];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    name: String,
+    runs: Option<u64>,
+    timeout_s: Option<u64>,
+    tolerance: Option<ToleranceFile>,
+    rows: Vec<RowFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToleranceFile {
+    elapsed_pct: Option<f64>,
+    switches_pct: Option<f64>,
+    migrations_factor: Option<f64>,
+    migrations_min: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowFile {
+    name: String,
+    workload: String,
+}
+
+/// When a simulated median agrees with the real one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tolerance {
+    pub elapsed_pct: f64,
+    pub switches_pct: f64,
+    pub migrations_factor: f64,
+    /// Migrations are judged only where the real median is at least this.
+    pub migrations_min: u64,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance { elapsed_pct: 15.0, switches_pct: 25.0, migrations_factor: 2.0, migrations_min: 100 }
+    }
+}
+
+pub struct SuiteRow {
+    pub name: String,
+    pub spec: String,
+    pub workload: Workload,
+}
+
+pub struct Suite {
+    pub name: String,
+    pub runs: u64,
+    pub timeout_s: u64,
+    pub tolerance: Tolerance,
+    pub rows: Vec<SuiteRow>,
+}
+
+/// A shipped suite by name, or a `.toml` file by path; every field checked.
+pub fn load_suite(name_or_path: &str) -> Result<Suite, SpecError> {
+    let (text, origin) = crate::shipped::text("suite", BUILTIN, name_or_path)?;
+    let f: SuiteFile = toml::from_str(&text).map_err(|e| {
+        SpecError::new("suite file", &origin, format!("a suite TOML like suites/host-quick.toml ({})", e.message()))
+    })?;
+    let runs = f.runs.unwrap_or(3);
+    if !(1..=100).contains(&runs) {
+        return Err(SpecError::new("suite runs", runs.to_string(), "an integer from 1 to 100"));
+    }
+    let timeout_s = f.timeout_s.unwrap_or(120);
+    if !(1..=3600).contains(&timeout_s) {
+        return Err(SpecError::new("suite timeout_s", timeout_s.to_string(), "an integer from 1 to 3600"));
+    }
+    let d = Tolerance::default();
+    let t = f.tolerance.unwrap_or(ToleranceFile {
+        elapsed_pct: None,
+        switches_pct: None,
+        migrations_factor: None,
+        migrations_min: None,
+    });
+    let tolerance = Tolerance {
+        elapsed_pct: t.elapsed_pct.unwrap_or(d.elapsed_pct),
+        switches_pct: t.switches_pct.unwrap_or(d.switches_pct),
+        migrations_factor: t.migrations_factor.unwrap_or(d.migrations_factor),
+        migrations_min: t.migrations_min.unwrap_or(d.migrations_min),
+    };
+    for (field, v) in [("tolerance.elapsed_pct", tolerance.elapsed_pct), ("tolerance.switches_pct", tolerance.switches_pct)] {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(SpecError::new(field, v.to_string(), "a positive percentage"));
+        }
+    }
+    if !(tolerance.migrations_factor >= 1.0 && tolerance.migrations_factor.is_finite()) {
+        return Err(SpecError::new("tolerance.migrations_factor", tolerance.migrations_factor.to_string(), "a number >= 1"));
+    }
+    if f.rows.is_empty() {
+        return Err(SpecError::new("suite rows", &origin, "at least one [[rows]] entry"));
+    }
+    let mut rows: Vec<SuiteRow> = Vec::new();
+    for r in f.rows {
+        if r.name.is_empty() || rows.iter().any(|x| x.name == r.name) {
+            return Err(SpecError::new("suite rows.name", &r.name, "a non-empty name, unique in the suite"));
+        }
+        let workload = Workload::parse(&r.workload)?;
+        real::check_runnable(&workload)
+            .map_err(|e| SpecError::new("suite rows.workload", &r.workload, format!("a workload with a real run ({e})")))?;
+        rows.push(SuiteRow { name: r.name, spec: r.workload, workload });
+    }
+    Ok(Suite { name: f.name, runs, timeout_s, tolerance, rows })
+}
