@@ -65,3 +65,21 @@ fn ftrace_text_corpus() {
         let _ = schedlab_trace::parse_trace(&text);
     }
 }
+
+#[test]
+fn experiment_file_corpus() {
+    for (_, text) in corpus("experiment_file") {
+        if let Ok(e) = schedlab_spec::experiment::parse(&text, "fuzz.toml") {
+            if let Ok(c) = e.comparison(Some(1), None, None) {
+                let _ = c.validate();
+            }
+        }
+    }
+}
+
+#[test]
+fn suite_file_corpus() {
+    for (_, text) in corpus("suite_file") {
+        let _ = schedlab_spec::suite::parse(&text, "fuzz.toml");
+    }
+}

@@ -168,11 +168,16 @@ pub struct PublishedSide {
 /// A shipped experiment by name, or a `.toml` file by path.
 pub fn load(name_or_path: &str) -> Result<Experiment, SpecError> {
     let (text, origin) = crate::shipped::text("experiment", BUILTIN, name_or_path)?;
-    let e: Experiment = toml::from_str(&text).map_err(|e| {
-        SpecError::new("experiment file", &origin, format!("an experiment TOML like experiments/steal.toml ({})", e.message()))
+    parse(&text, &origin)
+}
+
+/// An experiment from its TOML text, every field checked; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<Experiment, SpecError> {
+    let e: Experiment = toml::from_str(text).map_err(|e| {
+        SpecError::new("experiment file", origin, format!("an experiment TOML like experiments/steal.toml ({})", e.message()))
     })?;
     if e.rows.is_empty() {
-        return Err(SpecError::new("experiment rows", &origin, "at least one [[rows]] entry"));
+        return Err(SpecError::new("experiment rows", origin, "at least one [[rows]] entry"));
     }
     if !["schedstat", "mmtests", "mpstat", "ministat", "throughput", "kernels"].contains(&e.layout.as_str()) {
         return Err(SpecError::new(

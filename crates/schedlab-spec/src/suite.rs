@@ -72,8 +72,13 @@ pub struct Suite {
 /// A shipped suite by name, or a `.toml` file by path; every field checked.
 pub fn load_suite(name_or_path: &str) -> Result<Suite, SpecError> {
     let (text, origin) = crate::shipped::text("suite", BUILTIN, name_or_path)?;
-    let f: SuiteFile = toml::from_str(&text).map_err(|e| {
-        SpecError::new("suite file", &origin, format!("a suite TOML like suites/host-quick.toml ({})", e.message()))
+    parse(&text, &origin)
+}
+
+/// A suite from its TOML text, every field checked; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<Suite, SpecError> {
+    let f: SuiteFile = toml::from_str(text).map_err(|e| {
+        SpecError::new("suite file", origin, format!("a suite TOML like suites/host-quick.toml ({})", e.message()))
     })?;
     let runs = f.runs.unwrap_or(3);
     if !(1..=100).contains(&runs) {
@@ -105,7 +110,7 @@ pub fn load_suite(name_or_path: &str) -> Result<Suite, SpecError> {
         return Err(SpecError::new("tolerance.migrations_factor", tolerance.migrations_factor.to_string(), "a number >= 1"));
     }
     if f.rows.is_empty() {
-        return Err(SpecError::new("suite rows", &origin, "at least one [[rows]] entry"));
+        return Err(SpecError::new("suite rows", origin, "at least one [[rows]] entry"));
     }
     let mut rows: Vec<SuiteRow> = Vec::new();
     for r in f.rows {
