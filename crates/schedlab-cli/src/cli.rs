@@ -130,6 +130,11 @@ pub enum Command {
         #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>)]
         jobs: Option<usize>,
     },
+    /// Run a grid of parameters (a TOML file: see docs/sweeps.md), every
+    /// combination `runs` times, and print one row per run with every parameter a
+    /// column. Rows are cached by content (request, machine, simulator source):
+    /// a rerun computes only what is missing.
+    Sweep(SweepArgs),
     /// Summarise one ftrace recording (real or simulated), or compare two side by
     /// side: switches, wakeups, migrations, run lengths and wakeup latencies of the
     /// tasks. Traces are streamed: any size is read in bounded memory.
@@ -297,6 +302,50 @@ pub struct CompareArgs {
     /// Simulations run at once (default: every core); results do not depend on it.
     #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>)]
     pub jobs: Option<usize>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    /// The grid file (.toml).
+    pub grid: PathBuf,
+    /// Write the table here (.csv or .json) instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = SweepFormat::Csv)]
+    pub format: SweepFormat,
+    /// The result cache (default: $XDG_CACHE_HOME/schedlab or ~/.cache/schedlab).
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// Compute every run again and cache nothing.
+    #[arg(long, conflicts_with = "cache")]
+    pub no_cache: bool,
+    /// I/N: run only the jobs whose index is I modulo N (0 <= I < N), e.g. one
+    /// Slurm array task each with --shard $SLURM_ARRAY_TASK_ID/N; a last run
+    /// without --shard then gathers every row from the shared cache.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Simulations run at once (default: every core); results do not depend on it.
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>)]
+    pub jobs: Option<usize>,
+    /// Run on a Dask cluster: the scheduler's address (tcp://HOST:PORT or
+    /// tls://HOST:PORT), or `local` for a loopback-only cluster started here.
+    /// Needs the Python package (pip install ./python).
+    #[arg(long)]
+    pub dask: Option<String>,
+    /// With a tls:// scheduler: the CA, certificate and key files (Dask's
+    /// distributed.Security).
+    #[arg(long, requires = "dask")]
+    pub tls_ca_file: Option<PathBuf>,
+    #[arg(long, requires = "dask")]
+    pub tls_cert: Option<PathBuf>,
+    #[arg(long, requires = "dask")]
+    pub tls_key: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SweepFormat {
+    Csv,
+    Json,
 }
 
 #[derive(clap::Args, Debug)]

@@ -12,7 +12,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
     // The simulating commands write their outputs through temporary files, which a
     // signal must not leave behind (the commands that run real work handle their
     // signals themselves, through schedlab_host::signals).
-    if matches!(cli.command, Command::Run(_) | Command::Compare(_) | Command::Reproduce { .. }) {
+    if matches!(cli.command, Command::Run(_) | Command::Compare(_) | Command::Reproduce { .. } | Command::Sweep(_)) {
         crate::outputs::remove_temporaries_on_signals();
     }
     match cli.command {
@@ -31,6 +31,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             crate::validate::real_cmd(&workload, runs, cpus.as_deref(), timeout_s, format == Format::Json, in_process)
         }
         Command::Validate(a) => crate::validate::validate_cmd(&a),
+        Command::Sweep(a) => crate::sweep::run(&a),
         Command::Compare(a) => compare(&a),
         Command::Reproduce { name, list, runs, scale, rows, format, fraction, plot, jobs } => {
             let Some(name) = name.filter(|_| !list) else { return crate::reproduce::list() };

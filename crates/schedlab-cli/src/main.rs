@@ -9,6 +9,7 @@ mod outputs;
 mod plotfile;
 mod reproduce;
 mod swarm;
+mod sweep;
 mod trace_summary;
 mod tracefile;
 mod validate;

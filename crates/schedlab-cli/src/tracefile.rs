@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use schedlab_core::error::SpecError;
-use schedlab_core::task::{Task, TaskId};
-use schedlab_core::trace::{TraceContext, TraceKind, TraceRecord, TraceSink};
-use schedlab_trace::{Event, Line};
+use schedlab_core::task::Task;
+use schedlab_core::trace::{TraceRecord, TraceSink};
 
 struct Writer {
     body: BufWriter<File>,
@@ -89,7 +88,7 @@ impl TraceSink for Sink {
         if w.error.is_some() {
             return;
         }
-        let line = to_line(rec, tasks);
+        let line = schedlab_spec::events::to_line(rec, tasks);
         let mut text = std::mem::take(&mut w.line);
         text.clear();
         schedlab_trace::format_line(&line, &mut text);
@@ -99,60 +98,4 @@ impl TraceSink for Sink {
         w.entries += 1;
         w.line = text;
     }
-}
-
-fn comm_pid_prio(tasks: &[Task], t: Option<TaskId>, cpu: usize) -> (String, u32, i32) {
-    match t {
-        Some(t) => (tasks[t].comm.clone(), tasks[t].pid, tasks[t].prio()),
-        None => (format!("swapper/{cpu}"), 0, 120),
-    }
-}
-
-/// One engine record as an ftrace line, in the 5.12+ layout.
-pub fn to_line(rec: &TraceRecord, tasks: &[Task]) -> Line {
-    let (comm, pid) = match rec.current {
-        Some(t) => (tasks[t].comm.clone(), tasks[t].pid),
-        None => ("<idle>".to_string(), 0),
-    };
-    let task = |p: TaskId| (tasks[p].comm.clone(), tasks[p].pid, tasks[p].prio());
-    // irqs off, preempt depth 2 (the runqueue lock), and the interrupt context.
-    let sched_flags = match rec.context {
-        TraceContext::Task => "d..2.",
-        TraceContext::SoftIrq => "d.s2.",
-        TraceContext::HardIrq => "d.h2.",
-    };
-    let (flags, event) = match rec.kind {
-        TraceKind::Switch { prev, prev_state, next } => {
-            let (prev_comm, prev_pid, prev_prio) = comm_pid_prio(tasks, prev, rec.cpu);
-            let (next_comm, next_pid, next_prio) = comm_pid_prio(tasks, next, rec.cpu);
-            let prev_state = prev_state.letters().to_string();
-            (sched_flags, Event::Switch { prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio })
-        }
-        TraceKind::Waking { p, target_cpu } => {
-            let (comm, pid, prio) = task(p);
-            (sched_flags, Event::Waking { comm, pid, prio, target_cpu: target_cpu as u32 })
-        }
-        TraceKind::Wakeup { p, target_cpu } => {
-            let (comm, pid, prio) = task(p);
-            (sched_flags, Event::Wakeup { comm, pid, prio, target_cpu: target_cpu as u32 })
-        }
-        TraceKind::WakeupNew { p, target_cpu } => {
-            let (comm, pid, prio) = task(p);
-            (sched_flags, Event::WakeupNew { comm, pid, prio, target_cpu: target_cpu as u32 })
-        }
-        TraceKind::Migrate { p, orig_cpu, dest_cpu } => {
-            let (comm, pid, prio) = task(p);
-            (sched_flags, Event::MigrateTask { comm, pid, prio, orig_cpu: orig_cpu as u32, dest_cpu: dest_cpu as u32 })
-        }
-        TraceKind::Fork { parent, child } => {
-            let (comm, pid, _) = task(parent);
-            let (child_comm, child_pid, _) = task(child);
-            (".....", Event::ProcessFork { comm, pid, child_comm, child_pid })
-        }
-        TraceKind::Exit { p } => {
-            let (comm, pid, prio) = task(p);
-            (".....", Event::ProcessExit { comm, pid, prio, group_dead: Some(!tasks[p].is_thread) })
-        }
-    };
-    Line { comm, pid, tgid: None, cpu: rec.cpu as u32, flags: flags.to_string(), ts_ns: rec.time_ns, event }
 }

@@ -5,6 +5,7 @@
 //! command line or prints on its own: a front end decides what to show.
 
 pub mod compare;
+pub mod events;
 pub mod experiment;
 pub mod machines;
 pub mod parallel;
@@ -12,6 +13,7 @@ pub mod report;
 pub mod run;
 pub mod shipped;
 pub mod suite;
+pub mod sweep;
 
 pub use run::{RunRequest, RunSpec};
 pub use schedlab_core::error::SpecError;
