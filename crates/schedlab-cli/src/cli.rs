@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use schedlab_spec::compare::CompareRequest;
 use schedlab_spec::run::{DEFAULT_POLICY, DEFAULT_TOPOLOGY, DEFAULT_WORKLOAD};
 use schedlab_spec::RunRequest;
 
@@ -346,6 +347,26 @@ pub struct SweepArgs {
 pub enum SweepFormat {
     Csv,
     Json,
+}
+
+impl CompareArgs {
+    pub fn request(&self) -> CompareRequest {
+        CompareRequest {
+            base: self.base.clone(),
+            new: self.new.clone(),
+            others: Vec::new(),
+            topology: self.topology.clone(),
+            machine: self.machine.clone(),
+            workload: self.workload.clone(),
+            vary: self.vary.clone(),
+            runs: self.runs,
+            sysctls: self.sysctls.clone(),
+            hz: self.hz,
+            preempt: self.preempt.clone(),
+            autogroup: self.autogroup.clone(),
+            first_seed: self.seed,
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]

@@ -2,7 +2,7 @@
 //! (schedlab_spec) to its report.
 
 use schedlab_core::error::SpecError;
-use schedlab_spec::run::{check_result, parse_autogroup, parse_preempt, parse_sysctls, parse_topology};
+use schedlab_spec::run::{check_result, parse_topology};
 use schedlab_spec::{Failure, RunSpec};
 
 use crate::cli::{Cli, Command, CompareArgs, CompareFormat, Format, RunArgs};
@@ -72,26 +72,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
 }
 
 fn compare(a: &CompareArgs) -> Result<(), Failure> {
-    if !(10..=10_000).contains(&a.hz) {
-        return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000").into());
-    }
-    let c = schedlab_spec::compare::Comparison {
-        topo: parse_topology(&a.topology)?,
-        machine: schedlab_spec::machines::load_for(a.machine.as_deref(), &a.topology)?,
-        base: a.base.clone(),
-        new: a.new.clone(),
-        others: Vec::new(),
-        sysctls: parse_sysctls(&a.sysctls)?,
-        workload: a.workload.clone(),
-        vary: a.vary.as_deref().map(schedlab_spec::compare::parse_vary).transpose()?,
-        runs: a.runs,
-        hz: a.hz,
-        preempt: parse_preempt(a.preempt.as_deref(), &a.topology)?,
-        autogroup: parse_autogroup(a.autogroup.as_deref(), &a.topology)?,
-        first_seed: a.seed,
-        keep_irq_off: false,
-    };
-    c.validate()?;
+    let c = schedlab_spec::compare::Comparison::from_request(&a.request())?;
     if a.format == CompareFormat::Ministat && a.runs < 3 {
         return Err(SpecError::new(
             "runs",

@@ -162,6 +162,74 @@ pub struct Comparison {
     pub keep_irq_off: bool,
 }
 
+/// A comparison as a user writes it (`schedlab compare --help`), unchecked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompareRequest {
+    pub base: String,
+    pub new: String,
+    /// More policies run beside base and new.
+    pub others: Vec<String>,
+    pub topology: String,
+    pub machine: Option<String>,
+    pub workload: String,
+    /// `KEY=V1,V2,...`: one row per value.
+    pub vary: Option<String>,
+    pub runs: u64,
+    pub sysctls: Vec<String>,
+    pub hz: u64,
+    pub preempt: Option<String>,
+    pub autogroup: Option<String>,
+    pub first_seed: u64,
+}
+
+impl Default for CompareRequest {
+    /// `schedlab compare`'s defaults (base and new must be set).
+    fn default() -> Self {
+        CompareRequest {
+            base: String::new(),
+            new: String::new(),
+            others: Vec::new(),
+            topology: crate::run::DEFAULT_TOPOLOGY.to_string(),
+            machine: None,
+            workload: "hackbench loops=10000".to_string(),
+            vary: None,
+            runs: 5,
+            sysctls: Vec::new(),
+            hz: 250,
+            preempt: None,
+            autogroup: None,
+            first_seed: 1,
+        }
+    }
+}
+
+impl Comparison {
+    /// Every field checked (`validate` included) before anything runs.
+    pub fn from_request(a: &CompareRequest) -> Result<Comparison, SpecError> {
+        if !(10..=10_000).contains(&a.hz) {
+            return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000"));
+        }
+        let c = Comparison {
+            topo: crate::run::parse_topology(&a.topology)?,
+            machine: crate::machines::load_for(a.machine.as_deref(), &a.topology)?,
+            base: a.base.clone(),
+            new: a.new.clone(),
+            others: a.others.clone(),
+            sysctls: crate::run::parse_sysctls(&a.sysctls)?,
+            workload: a.workload.clone(),
+            vary: a.vary.as_deref().map(parse_vary).transpose()?,
+            runs: a.runs,
+            hz: a.hz,
+            preempt: crate::run::parse_preempt(a.preempt.as_deref(), &a.topology)?,
+            autogroup: crate::run::parse_autogroup(a.autogroup.as_deref(), &a.topology)?,
+            first_seed: a.first_seed,
+            keep_irq_off: false,
+        };
+        c.validate()?;
+        Ok(c)
+    }
+}
+
 /// Parses `--vary KEY=V1,V2,...`.
 pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), SpecError> {
     let form = "KEY=V1,V2,... with a workload parameter, e.g. groups=1,2,3,4,8";
@@ -368,6 +436,33 @@ pub fn json(c: &Comparison, rows: &[Row]) -> String {
         })).collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&v).expect("a json! value serialises")
+}
+
+/// Every simulated run of a comparison as a record: the row's value, the side
+/// (`base`, `new`, or `other`), the policy, the seed, and the run's counters
+/// (RunRow's fields), for tables with one row per run.
+pub fn run_records(c: &Comparison, rows: &[Row]) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    let vary_key = c.vary.as_ref().map(|(k, _)| k.clone());
+    for r in rows {
+        let sides = [("base", &c.base, &r.base), ("new", &c.new, &r.new)]
+            .into_iter()
+            .chain(c.others.iter().zip(&r.others).map(|(p, s)| ("other", p, s)));
+        for (side, policy, s) in sides {
+            for (k, x) in s.runs.iter().enumerate() {
+                out.push(json!({
+                    "vary_key": vary_key, "vary": r.vary, "side": side, "policy": policy,
+                    "seed": c.first_seed + k as u64,
+                    "time_s": x.time_s, "busy_pct": x.busy_pct, "slice_ms": x.slice_ms,
+                    "sched": x.sched, "idle": x.idle, "wake": x.wake, "find_pct": x.find_pct,
+                    "steal": x.steal, "wasted_pct": x.wasted_pct, "user_s": x.user_s, "sys_s": x.sys_s,
+                    "throughput": x.throughput, "switches": x.switches, "migrations": x.migrations,
+                    "digest": x.digest.map(|d| format!("{d:016x}")),
+                }));
+            }
+        }
+    }
+    out
 }
 
 /// Per row and kernel, each run's headline value: `[row][kernel] -> runs`, the

@@ -187,7 +187,7 @@ impl Grid {
 }
 
 /// The request a cell's parameters describe.
-fn request_of(params: &[(String, String)], seed: u64) -> Result<RunRequest, SpecError> {
+pub fn request_of(params: &[(String, String)], seed: u64) -> Result<RunRequest, SpecError> {
     let mut r = RunRequest { seed, ..RunRequest::default() };
     let mut workload_keys = Vec::new();
     for (k, v) in params {
