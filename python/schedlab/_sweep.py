@@ -42,8 +42,9 @@ def _grid_args(grid: GridSpec, runs: Optional[int], seed: Optional[int]):
         return text, None, 1, 1
     if not isinstance(grid, Mapping):
         raise ValueError(f"invalid grid '{grid!r}': expected a .toml path or a dict of parameters")
-    params = grid.get("grid", grid) if "grid" in grid else grid
+    params = grid
     if "grid" in grid:
+        params = grid["grid"]
         runs = grid.get("runs", runs)
         seed = grid.get("seed", seed)
         extra = set(grid) - {"grid", "runs", "seed"}

@@ -711,3 +711,74 @@ fn swarm_seed_5_scenario_1543_wasted_within_idle_capacity() {
     let wasted = v["wasted_core_ns"].as_u64().unwrap();
     assert!(wasted <= capacity - busy, "wasted {wasted} > idle {}", capacity - busy);
 }
+
+/// `schedlab sweep`: one row per run, a rerun served from the cache, shards that
+/// partition the grid.
+#[test]
+fn sweep_rows_cache_and_shards() {
+    let dir = tmp("sweep");
+    std::fs::create_dir_all(&dir).unwrap();
+    let grid = dir.join("g.toml");
+    std::fs::write(&grid, "runs = 2\n[grid]\ntopology = '1x1x2x1'\nworkload = 'hackbench loops=20'\npolicy = ['fifo', 'cfs@5.15']\n\"workload.groups\" = [1, 2]\n").unwrap();
+    let cache = dir.join("cache");
+    let (g, c) = (grid.to_str().unwrap(), cache.to_str().unwrap());
+    let first = schedlab(&["sweep", g, "--cache", c]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let table = stdout(&first);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 1 + 8, "{table}");
+    assert!(lines[0].starts_with("topology,policy,workload,workload.groups,seed,ncpus,elapsed_s,"), "{}", lines[0]);
+    assert!(stderr(&first).contains("8 runs (8 computed, 0 cached"), "{}", stderr(&first));
+    let again = schedlab(&["sweep", g, "--cache", c]);
+    assert_eq!(stdout(&again), table);
+    assert!(stderr(&again).contains("8 runs (0 computed, 8 cached"), "{}", stderr(&again));
+    let mut sharded: Vec<String> = (0..3)
+        .flat_map(|i| {
+            let o = schedlab(&["sweep", g, "--no-cache", "--shard", &format!("{i}/3")]);
+            stdout(&o).lines().skip(1).map(str::to_string).collect::<Vec<_>>()
+        })
+        .collect();
+    sharded.sort();
+    let mut whole: Vec<String> = lines[1..].iter().map(|l| l.to_string()).collect();
+    whole.sort();
+    assert_eq!(sharded, whole);
+}
+
+/// Sweep mistakes: one line naming the field, exit status 2, nothing run.
+#[test]
+fn sweep_mistakes_get_one_clear_line() {
+    let dir = tmp("sweep-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let good = write("good.toml", "[grid]\npolicy = 'fifo'\nworkload = 'hackbench loops=5'\n");
+    let a_file = write("plain", "x");
+    for (args, needles) in [
+        (vec!["sweep".to_string(), dir.join("none.toml").to_str().unwrap().to_string()], vec!["grid file", "none.toml"]),
+        (vec!["sweep".into(), write("k.toml", "[grid]\ncolour = 'red'\n")], vec!["grid key", "colour", "sysctl.NAME"]),
+        (vec!["sweep".into(), write("p.toml", "[grid]\npolicy = ['fifo', 'cfs@9.9']\n")], vec!["cfs version", "9.9"]),
+        (vec!["sweep".into(), write("r.toml", "runs = 0\n[grid]\npolicy = 'fifo'\n")], vec!["grid runs", "0"]),
+        (vec!["sweep".into(), write("t.toml", "runs = [\n")], vec!["grid file", "t.toml"]),
+        (vec!["sweep".into(), good.clone(), "--shard".into(), "2/2".into()], vec!["shard", "2/2", "0 <= I < N"]),
+        (vec!["sweep".into(), good.clone(), "--cache".into(), a_file.clone()], vec!["cache", "plain"]),
+        (vec!["sweep".into(), good.clone(), "--out".into(), dir.to_str().unwrap().to_string()], vec!["out", "directory"]),
+        (
+            vec!["sweep".into(), good.clone(), "--out".into(), dir.join("t.parquet").to_str().unwrap().to_string()],
+            vec!["out", ".csv", "Parquet"],
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = schedlab(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: '{n}' not in {err}");
+        }
+        assert!(stdout(&o).is_empty(), "{args:?}: no partial output");
+    }
+    assert!(!dir.join("t.parquet").exists());
+}

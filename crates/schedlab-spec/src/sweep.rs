@@ -29,7 +29,7 @@
 //! are written whole (temporary file, then rename) and checked against their own
 //! hash when read; a damaged entry is recomputed, never trusted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -163,7 +163,7 @@ impl Grid {
     pub fn jobs(&self) -> Result<Vec<Job>, SpecError> {
         let cells: usize = self.axes.iter().map(|(_, v)| v.len()).product();
         let mut jobs = Vec::with_capacity(cells * self.runs as usize);
-        let mut checked: BTreeMap<String, ()> = BTreeMap::new();
+        let mut checked: BTreeSet<String> = BTreeSet::new();
         for cell in 0..cells {
             let mut rest = cell;
             let mut params = vec![(String::new(), String::new()); self.axes.len()];
@@ -175,9 +175,8 @@ impl Grid {
                 let seed = self.first_seed + run;
                 let request = request_of(&params, seed)?;
                 // Validate each distinct cell once (seeds do not change validity).
-                if let std::collections::btree_map::Entry::Vacant(e) = checked.entry(format!("{params:?}")) {
+                if checked.insert(format!("{params:?}")) {
                     RunSpec::from_request(&request)?;
-                    e.insert(());
                 }
                 jobs.push(Job { index: jobs.len(), params: params.clone(), seed, request });
             }
