@@ -19,6 +19,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("ule-steal", include_str!("../../../experiments/ule-steal.toml")),
     ("steal-tbench", include_str!("../../../experiments/steal-tbench.toml")),
     ("eevdf-pipe", include_str!("../../../experiments/eevdf-pipe.toml")),
+    ("steal-unixbench", include_str!("../../../experiments/steal-unixbench.toml")),
 ];
 
 /// One experiment file.

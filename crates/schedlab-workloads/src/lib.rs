@@ -1,6 +1,7 @@
 //! schedlab-workloads: the benchmarks kernel developers run, as lazily generated
 //! task programs.
 
+pub mod context1;
 pub mod groupmix;
 pub mod hackbench;
 pub mod make;
@@ -15,6 +16,7 @@ use schedlab_core::error::SpecError;
 use schedlab_core::program::{ForkKind, Program};
 use schedlab_core::RunResult;
 
+pub use context1::Context1;
 pub use groupmix::GroupMix;
 pub use hackbench::Hackbench;
 pub use make::Make;
@@ -31,6 +33,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100] [slice_us=0]"),
     ("tbench", "tbench clients=N [runtime_ms=10000] [warmup_ms=2000] (dbench's network mode over loopback TCP)"),
+    ("context1", "context1 copies=N [duration_ms=10000] (UnixBench's pipe-based context switching: lps)"),
     ("stress-ng", "stress-ng pipe=N [timeout_ms=20000] [pipe_data_size=512] [fill_ns=0] (the pipe stressor: bogo ops/s)"),
     (
         "make",
@@ -53,6 +56,7 @@ pub enum Workload {
     Tbench(Tbench),
     Make(Make),
     StressNgPipe(StressNgPipe),
+    Context1(Context1),
 }
 
 impl Workload {
@@ -95,6 +99,11 @@ impl Workload {
                 p.finish("pipe, timeout_ms, pipe_data_size, fill_ns")?;
                 Ok(Workload::StressNgPipe(b))
             }
+            "context1" => {
+                let b = Context1::from_params(&mut p)?;
+                p.finish("copies, duration_ms")?;
+                Ok(Workload::Context1(b))
+            }
             // `scale` is a decimal fraction, which Params does not read: Make parses
             // its whole spec itself (the other keys through Params, then finish()).
             "make" => Ok(Workload::Make(Make::from_spec(spec)?)),
@@ -116,6 +125,7 @@ impl Workload {
             Workload::Tbench(_) => "tbench",
             Workload::Make(_) => "make",
             Workload::StressNgPipe(_) => "stress-ng",
+            Workload::Context1(_) => "context1",
         }
     }
 
@@ -185,6 +195,7 @@ impl Workload {
                 ("pipe_data_size", n(b.data_size)),
                 ("fill_ns", n(b.fill_ns)),
             ],
+            Workload::Context1(b) => vec![("copies", n(b.copies)), ("duration_ms", n(b.duration_ms))],
         }
     }
 
@@ -205,6 +216,7 @@ impl Workload {
             Workload::Tbench(_) => "tbench",
             Workload::Make(_) => make::MAKE_COMM,
             Workload::StressNgPipe(_) => "stress-ng",
+            Workload::Context1(_) => "Run",
         }
     }
 
@@ -218,6 +230,7 @@ impl Workload {
             Workload::Tbench(b) => b.main_program(),
             Workload::Make(b) => b.main_program(),
             Workload::StressNgPipe(b) => b.main_program(),
+            Workload::Context1(b) => b.main_program(),
         }
     }
 
@@ -232,6 +245,7 @@ impl Workload {
             Workload::Tbench(b) => b.banner(),
             Workload::Make(b) => b.banner(),
             Workload::StressNgPipe(b) => b.banner(),
+            Workload::Context1(b) => b.banner(),
         }
     }
 
@@ -243,6 +257,7 @@ impl Workload {
             Workload::Tbench(_) => Some((Tbench::mb_per_s(res), unit)),
             Workload::Schbench(_) => Some((Schbench::rps(res), unit)),
             Workload::StressNgPipe(_) => Some((StressNgPipe::bogo_ops_per_s(res), unit)),
+            Workload::Context1(_) => Some((Context1::lps(res), unit)),
             _ => None,
         }
     }
@@ -256,6 +271,7 @@ impl Workload {
             Workload::Tbench(b) => b.warmup_ms + b.runtime_ms,
             Workload::GroupMix(m) => m.warmup_ms + m.window_ms,
             Workload::StressNgPipe(b) => b.timeout_ms,
+            Workload::Context1(b) => b.duration_ms,
             _ => return None,
         };
         Some(ms * 1_000_000)
@@ -267,6 +283,7 @@ impl Workload {
             Workload::Tbench(_) => Some("MB/sec"),
             Workload::Schbench(_) => Some("rps"),
             Workload::StressNgPipe(_) => Some("bogo ops/s"),
+            Workload::Context1(_) => Some("lps"),
             _ => None,
         }
     }
@@ -324,6 +341,7 @@ impl Workload {
                 ("bogo_ops_per_s", StressNgPipe::bogo_ops_per_s(res)),
                 ("real_time_s", wall_s),
             ],
+            Workload::Context1(_) => vec![("iterations", Context1::iterations(res) as f64), ("lps", Context1::lps(res))],
         }
     }
 
@@ -338,6 +356,7 @@ impl Workload {
             Workload::Tbench(b) => b.result_lines(res),
             Workload::Make(b) => b.result_lines(res),
             Workload::StressNgPipe(b) => b.result_lines(res),
+            Workload::Context1(b) => b.result_lines(res),
         }
     }
 }
@@ -359,6 +378,7 @@ mod spec_tests {
             "tbench clients=2",
             "make jobs=4 scale=0.01",
             "stress-ng pipe=2 timeout_ms=50 fill_ns=10",
+            "context1 copies=3 duration_ms=20",
         ] {
             let w = Workload::parse(spec).unwrap();
             let again = Workload::parse(&w.spec()).unwrap_or_else(|e| panic!("{}: {e}", w.spec()));
