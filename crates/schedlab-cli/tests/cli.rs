@@ -677,15 +677,14 @@ fn trace_summary_reads_one_or_two_traces() {
     assert!(stdout(&o).is_empty());
 }
 
-/// Found by `schedlab swarm --seed 5` (scenario 1543) once the wasted-time bound
-/// was tried as a --check invariant: over schbench's measured window on two
-/// rpi5 CPUs, wasted core-time (1 291 860 ns) exceeds the idle capacity the
-/// CPUs' busy time leaves (1 291 148 ns) by 712 ns. The switch into idle and an
-/// idle CPU's interrupt work no longer count as idle (that closed 40 us of the
-/// gap and the two-LLC hackbench case); what is left is not pinned down. The
-/// bound is therefore not a --check invariant yet.
+/// Found by `schedlab swarm --seed 5` (scenario 1543, as the swarm then drew it)
+/// once the wasted-time bound was tried as a --check invariant: over schbench's
+/// measured window on two rpi5 CPUs, wasted core-time exceeded the idle capacity
+/// the CPUs' busy time leaves by 712 ns. A timer's wakeup on an idle CPU books
+/// its interrupt work (wakeup_ns 1200) as busy, and the CPU's schedule() began
+/// idle_exit_ns (1000) later, inside it: busy_ns counted that time twice. An
+/// idle CPU now takes its reschedule after its interrupt work.
 #[test]
-#[ignore = "open: 712 ns of wasted core-time beyond the idle capacity in this window"]
 fn swarm_seed_5_scenario_1543_wasted_within_idle_capacity() {
     let o = schedlab(&[
         "run",

@@ -718,9 +718,11 @@ impl Engine {
         match self.sys.cpu_state(cpu) {
             CpuState::Idle | CpuState::Kicked => {
                 let now = self.sys.now_ns;
-                if now < self.cpu[cpu].idle_start_ns {
-                    // Still finishing scheduler work before idling: it looks again then.
-                    self.queue.push(self.cpu[cpu].idle_start_ns, EventKind::Resched { cpu: cpu as u32 });
+                let until = self.sys.idle_busy_until_ns[cpu];
+                if now < until {
+                    // Still finishing scheduler work before idling, or interrupt
+                    // work (a timer's wakeup): it looks again then.
+                    self.queue.push(until, EventKind::Resched { cpu: cpu as u32 });
                     return;
                 }
                 self.cpu[cpu].busy_since_ns = now;
@@ -746,9 +748,10 @@ impl Engine {
         if self.sys.cpu_state(cpu) != CpuState::Idle {
             return;
         }
-        if self.sys.now_ns < self.cpu[cpu].idle_start_ns {
-            // Still finishing the scheduler work before idling: the step follows it.
-            self.queue.push(self.cpu[cpu].idle_start_ns, EventKind::IdlePoll { cpu: cpu as u32 });
+        let until = self.sys.idle_busy_until_ns[cpu];
+        if self.sys.now_ns < until {
+            // Still finishing the scheduler or interrupt work: the step follows it.
+            self.queue.push(until, EventKind::IdlePoll { cpu: cpu as u32 });
             return;
         }
         let run = self.policy.idle_poll(&mut self.sys, cpu);
@@ -950,6 +953,7 @@ impl Engine {
                 self.sys.curr[cpu] = None;
                 let c = &mut self.cpu[cpu];
                 c.idle_start_ns = now + std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
+                self.sys.idle_busy_until_ns[cpu] = c.idle_start_ns;
                 self.sys.active[cpu] = false;
                 c.tick_on = false;
                 self.tick_cpus.clear(cpu);
@@ -1763,8 +1767,9 @@ impl Engine {
             // since it became busy is booked only when it next goes idle.
             if self.sys.active[cpu] {
                 st.busy_ns += now.saturating_sub(self.cpu[cpu].busy_since_ns);
-            } else if self.cpu[cpu].idle_start_ns > now {
-                st.busy_ns -= self.cpu[cpu].idle_start_ns - now;
+            } else if self.sys.idle_busy_until_ns[cpu] > now {
+                // Its switch into idle and interrupt work are booked ahead.
+                st.busy_ns -= self.sys.idle_busy_until_ns[cpu] - now;
             }
         }
         s
@@ -1838,6 +1843,15 @@ impl Engine {
             }
             _ => ((self.start_ns, end), stats_end, wasted_end),
         };
+        if self.cfg.check && !timed_out {
+            // Wasted core-time accrues only while CPUs are idle, and idle is what
+            // busy_ns leaves of the window.
+            let capacity = (window_ns.1 - window_ns.0) * cpu_stats.len() as u64;
+            let idle = capacity.saturating_sub(cpu_stats.iter().map(|s| s.busy_ns).sum());
+            if wasted_ns > idle {
+                self.violation(format!("wasted core-time {wasted_ns} ns exceeds the idle time {idle} ns of the measured window"));
+            }
+        }
         let tasks = self
             .sys
             .tasks

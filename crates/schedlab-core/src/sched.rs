@@ -307,6 +307,11 @@ pub struct System {
     pub(crate) pending_overhead_ns: Vec<u64>,
     /// The CPU is out of idle (executing the scheduler or a task).
     pub(crate) active: Vec<bool>,
+    /// A CPU that is not active has work booked in `busy_ns` until then: its
+    /// switch into idle, then interrupt work queued behind it (`charge`). It
+    /// takes a reschedule only after that, as an idle CPU's `schedule()` runs
+    /// after the interrupt that woke it returns.
+    pub(crate) idle_busy_until_ns: Vec<u64>,
     /// TIF_NEED_RESCHED of the CPU's current task.
     pub(crate) need_resched: Vec<bool>,
     /// TIF_NEED_RESCHED_LAZY (preempt=lazy only).
@@ -349,6 +354,7 @@ impl System {
             idle_mask: CpuSet::full(n),
             pending_overhead_ns: vec![0; n],
             active: vec![false; n],
+            idle_busy_until_ns: vec![start_ns; n],
             need_resched: vec![false; n],
             need_resched_lazy: vec![false; n],
             preempt: PreemptModel::None,
@@ -405,17 +411,21 @@ impl System {
 
     /// Charges `ns` of scheduler work to `cpu`; it delays what `cpu` does next. On a
     /// CPU that is idle (work done from interrupt context, or before the first task
-    /// exists) it is booked as busy time at once and delays nothing.
+    /// exists) it is booked as busy time at once and delays only the CPU's next
+    /// reschedule, which waits for the interrupt to return.
     pub fn charge(&mut self, cpu: usize, kind: Charge, ns: u64) {
         if self.active[cpu] {
             self.pending_overhead_ns[cpu] += ns;
         } else {
             // Work an idle CPU does in interrupt context (a timer's wakeup, a
-            // balance): busy for that long, so not idle for wasted core-time.
+            // balance): busy for that long, after what it is still doing, so not
+            // idle for wasted core-time. Kicked CPUs too: two timers may fire
+            // before the first one's wakeup has been scheduled.
             self.stats[cpu].busy_ns += ns;
-            if ns > 0 && self.cpu_state[cpu] == CpuState::Idle {
-                let from = self.idle_from.iter().find(|&&(c, _)| c == cpu).map_or(self.now_ns, |&(_, at)| at.max(self.now_ns));
-                self.idle_from(cpu, from + ns);
+            let until = self.idle_busy_until_ns[cpu].max(self.now_ns) + ns;
+            self.idle_busy_until_ns[cpu] = until;
+            if ns > 0 {
+                self.idle_from(cpu, until);
             }
         }
         match kind {
