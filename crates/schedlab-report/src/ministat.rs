@@ -12,7 +12,9 @@
 //!    the first followed by its Student's t verdict against the first:
 //!    `Difference at 95.0% confidence` and the tab-indented lines `d +/- e`,
 //!    `d% +/- e%`, `(Student's t, pooled s = s)` (all `%g`), or
-//!    `No difference proven at 95.0% confidence`.
+//!    `No difference proven at 95.0% confidence`. One departure: when neither side
+//!    has any spread (every value equal), there is no test, and the line says so
+//!    (`No test at 95.0% confidence: no spread on either side ...`).
 //!
 //! Plot geometry: the range runs from the smallest to the largest of every set's
 //! min, max, avg − stddev and avg + stddev; `dx = span / (width − 1)`,
@@ -121,6 +123,16 @@ pub fn ministat_with(samples: &[(String, Vec<f64>)], options: &MinistatOptions) 
             g_width(s.stddev, 13, 8)
         ));
         if i == 0 {
+            continue;
+        }
+        // Every run of both sides gave the same value: the runs are not samples of
+        // anything that varies, and there is no test to make (the t statistic
+        // would divide by a rounding error).
+        let base = &sets[0].summary;
+        if base.min == base.max && s.min == s.max {
+            out.push_str(&format!(
+                "No test at {conf_pct}% confidence: no spread on either side (every run gave the same value)\n"
+            ));
             continue;
         }
         let (d, significant) = compare(&sets[0].summary, s, options.confidence, options.t_quantile)?;

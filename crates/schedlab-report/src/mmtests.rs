@@ -300,10 +300,13 @@ fn significant(base: &KernelSummary, new: &KernelSummary, level: f64) -> Option<
     };
     let sd = |s: &KernelSummary| if s.stddev.is_nan() { 0.0 } else { s.stddev };
     let (nb, nn) = (base.best_first.len(), new.best_first.len());
-    let stderr = (sd(base).powi(2) / nb as f64 + sd(new).powi(2) / nn as f64).sqrt();
-    if nb < 2 || nn < 2 || stderr == 0.0 {
+    // No spread: every value of a side equal (tested exactly, as a standard
+    // deviation computed around a summed mean can be a rounding error above 0).
+    let flat = |s: &KernelSummary| s.best_first.iter().all(|&v| v == s.best_first[0]);
+    if nb < 2 || nn < 2 || (flat(base) && flat(new)) {
         return None;
     }
+    let stderr = (sd(base).powi(2) / nb as f64 + sd(new).powi(2) / nn as f64).sqrt();
     let t = (mb - mn).abs() / stderr;
     let df = (nb + nn - 2) as f64;
     let p = 2.0 * StudentsT::new(0.0, 1.0, df).expect("df >= 2 is a valid StudentsT").sf(t);

@@ -14,7 +14,8 @@
 //! * `ministat_default_w74_even_n.txt`: my data chosen so that the span is 73,
 //!   hence dx = 1 and column(v) = trunc(v + 0.5); every plot cell was placed by
 //!   hand (see the derivation below).
-//! * `ministat_identical.txt`: zero span, zero stddev.
+//! * `ministat_identical.txt`: zero span, zero stddev: no test (schedlab's
+//!   departure: ministat would test and report no difference).
 //! * `mmtests_2x3_lower.txt`, `csv_2x3.csv`: integer data with exact standard
 //!   deviations; each value and percentage was worked out by hand (see below).
 
@@ -87,6 +88,20 @@ fn ministat_identical_samples() {
     assert_same(&ministat(&samples, 0.95).unwrap(), &golden("ministat_identical.txt"));
 }
 
+/// Two sides that each repeat one value, different between them: a summed mean
+/// leaves a rounding error in the standard deviation (about 2e-18 here), which a
+/// t test would divide by and call a difference. There is no test to make.
+#[test]
+fn ministat_no_spread_on_either_side_is_no_test() {
+    let samples = vec![("a".to_string(), vec![0.050416356; 3]), ("b".to_string(), vec![0.014577798; 3])];
+    let out = ministat(&samples, 0.95).unwrap();
+    assert!(out.ends_with("No test at 95.0% confidence: no spread on either side (every run gave the same value)\n"), "{out}");
+    assert!(!out.contains("Difference at"), "{out}");
+    // One side with spread: tested as ministat does.
+    let samples = vec![("a".to_string(), vec![0.050416356; 3]), ("b".to_string(), vec![0.0145, 0.0146, 0.0147])];
+    assert!(ministat(&samples, 0.95).unwrap().contains("Difference at 95.0% confidence"));
+}
+
 /// 2 kernels × 3 rows, lower is better, three runs each.
 ///
 /// Row 1: base {10, 11, 12} (mean 11, s 1), new {8, 9, 10} (mean 9, s 1):
@@ -113,4 +128,17 @@ fn mmtests_two_kernels_three_rows() {
 
     let out = csv(&rows, &kernels, &samples).unwrap();
     assert_same(&out, &golden("csv_2x3.csv"));
+}
+
+/// Sides that each repeat one value whose standard deviation rounds to about
+/// 2e-18 rather than 0: still no spread, so no test and no star.
+#[test]
+fn mmtests_no_spread_with_rounding_is_no_test() {
+    let rows = vec!["1".to_string()];
+    let kernels = vec!["a".to_string(), "b".to_string()];
+    let samples = vec![vec![vec![0.050416356; 3], vec![0.014577798; 3]]];
+    let out = mmtests("pipe", &rows, &kernels, &samples, true).unwrap();
+    assert!(out.contains("# no test (fewer than 2 runs on a side, or no spread on either): 1"), "{out}");
+    let amean = out.lines().find(|l| l.starts_with("Amean")).unwrap();
+    assert!(!amean.contains('*'), "{amean}");
 }
