@@ -711,6 +711,41 @@ fn swarm_seed_5_scenario_1543_wasted_within_idle_capacity() {
     assert!(wasted <= capacity - busy, "wasted {wasted} > idle {}", capacity - busy);
 }
 
+/// Found by `schedlab swarm --seed 21` (scenario 34634): with sched_nr_migrate=1
+/// the balancer only looks at cpu6's least recently run task, the running one,
+/// so it fails until active balance pushes that task to cpu18. The stopper's
+/// push happens inside cpu6's pick, which kept the pushed task's chain as its
+/// running entities: its v6.18 protected slice (vprot) made cpu6's group
+/// cfs_rq pick it again while it was queued on cpu18 (avg_vruntime out of sync
+/// with the tree, the task picked on both CPUs, a runnable task lost). After the
+/// stopper no level has a running entity, as in the kernel.
+#[test]
+fn swarm_seed_21_scenario_34634_active_push_leaves_no_running_entity() {
+    let o = schedlab(&[
+        "run",
+        "--topology",
+        "1x2x6x2",
+        "--machine",
+        "rpi5",
+        "--policy",
+        "eevdf@6.18",
+        "--preempt",
+        "voluntary",
+        "--hz",
+        "1000",
+        "--autogroup",
+        "on",
+        "--workload",
+        "groupmix tasks=4 shares=186 busy_ms=1 sleep_ms=1 warmup_ms=2 window_ms=9",
+        "--sysctl",
+        "sched_nr_migrate=1",
+        "--seed",
+        "54555",
+        "--check",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// `schedlab sweep`: one row per run, a rerun served from the cache, shards that
 /// partition the grid.
 #[test]

@@ -577,7 +577,8 @@ impl Cfs {
     /// delayed task picked is dequeued for good and the pick starts over (v6.12+).
     /// Only levels whose entity changed get `set_next_entity()`'s protection: a
     /// task picked again keeps the (possibly spent) protection it had, as the kernel
-    /// does when `prev == next`. With nothing to run, newidle balancing as in v5.x.
+    /// does when `prev == next`; after active balance's stopper, prev is the stopper
+    /// and every level is set. With nothing to run, newidle balancing as in v5.x.
     pub fn pick_next_task_eevdf(&mut self, sys: &mut System, cpu: usize) -> Option<TaskId> {
         // The two chains live in buffers kept between picks (no allocation per pick).
         let (mut prev_chain, mut picked) = std::mem::take(&mut self.pick_buffers);
@@ -603,6 +604,15 @@ impl Cfs {
                 at = self.parent_ent(e, cpu);
             }
             self.put_prev_task_fair(cpu, p, now);
+        }
+        // An active balance's stopper (`active_load_balance_cpu_stop()`) preempted
+        // prev, and may push it to another CPU: the pick after it is
+        // `pick_next_task_fair()` with the stopper as prev, its `simple` path. No
+        // level has a running entity (`put_prev_entity()` cleared each
+        // `cfs_rq->curr`) and `put_prev_set_next_task()` sets every level of the
+        // pick anew, as for a task picked after the idle task.
+        if self.rq[cpu].active_balance_to.is_some() {
+            prev_chain.clear();
         }
         self.balance_asked_of(sys, cpu);
         'pick: loop {
