@@ -74,6 +74,17 @@ def _text(value: Scalar) -> str:
     return str(value)
 
 
+def _whole(name: str, value: Any) -> int:
+    """A whole-number argument, refused in the command line's words."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value >= 2**64:
+        raise ValueError(f"invalid {name} '{value}': expected a whole number (0, 1, 2, ...)")
+    return value
+
+
+def _jobs(jobs: Optional[int]) -> Optional[int]:
+    return None if jobs is None else _whole("jobs", jobs)
+
+
 def _sysctls(sysctl: Optional[Mapping[str, Scalar]]) -> List[str]:
     return [f"{k}={_text(v)}" for k, v in (sysctl or {}).items()]
 
@@ -154,7 +165,7 @@ def run(
     the sched tracepoints as DataFrames (``RunResult.events``).
     """
     out = _native.run(
-        topology, machine, policy, workload, int(seed), _sysctls(sysctl), int(hz),
+        topology, machine, policy, workload, _whole("seed", seed), _sysctls(sysctl), _whole("hz", hz),
         preempt, _onoff(autogroup), bool(check), bool(events),
     )
     frames = _event_frames(out["events"]) if events else None
@@ -205,8 +216,8 @@ def compare(
     """Base against new (and ``others``) over ``runs`` seeds per side and row, as
     ``schedlab compare`` does; ``vary={"groups": [1, 2, 4]}`` makes one row per value."""
     out = _native.compare(
-        base, new, list(others), topology, machine, workload, _vary(vary), int(runs),
-        _sysctls(sysctl), int(hz), preempt, _onoff(autogroup), int(seed), jobs,
+        base, new, list(others), topology, machine, workload, _vary(vary), _whole("runs", runs),
+        _sysctls(sysctl), _whole("hz", hz), preempt, _onoff(autogroup), _whole("seed", seed), _jobs(jobs),
     )
     runs_df = _ordered(pd.DataFrame(json.loads(out["runs"])), RUN_COLUMNS)
     return Comparison(summary=json.loads(out["json"]), text=out["text"], runs=runs_df)
@@ -232,10 +243,10 @@ def reproduce(
     """``schedlab reproduce NAME``: a shipped experiment (or an experiment .toml)."""
     out = _native.reproduce(
         name,
-        None if runs is None else int(runs),
+        None if runs is None else _whole("runs", runs),
         None if scale is None else _text(scale),
         None if rows is None else [_text(r) for r in rows],
-        jobs,
+        _jobs(jobs),
     )
     return Reproduction(
         text=out["text"],

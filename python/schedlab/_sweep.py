@@ -50,7 +50,7 @@ def _grid_args(grid: GridSpec, runs: Optional[int], seed: Optional[int]):
         extra = set(grid) - {"grid", "runs", "seed"}
         if extra:
             raise ValueError(f"invalid grid key '{sorted(extra)[0]}': expected runs, seed or grid")
-    from . import _text
+    from . import _text, _whole
 
     axes: List[Tuple[str, List[str]]] = []
     for key, values in params.items():
@@ -58,7 +58,7 @@ def _grid_args(grid: GridSpec, runs: Optional[int], seed: Optional[int]):
             axes.append((str(key), [_text(v) for v in values]))
         else:
             axes.append((str(key), [_text(values)]))
-    return None, axes, int(1 if runs is None else runs), int(1 if seed is None else seed)
+    return None, axes, _whole("runs", 1 if runs is None else runs), _whole("seed", 1 if seed is None else seed)
 
 
 def _cache_dir(cache: Union[bool, str, "os.PathLike[str]", None]) -> Optional[str]:
@@ -114,6 +114,10 @@ def sweep(
     cache_dir = _cache_dir(cache)
     if shard is not None:
         _native.parse_shard(shard)
+    if jobs is not None:
+        from . import _whole
+
+        _whole("jobs", jobs)
     if client is None and dask is None:
         rows_json, computed, cached, repaired = _native.sweep_local(toml, axes, runs_, seed_, cache_dir, shard, jobs)
         df = _frame(json.loads(rows_json))

@@ -120,6 +120,7 @@ def test_events_match_the_cli_trace(tmp_path):
         (dict(hz=5), ["--hz", "5"]),
         (dict(preempt="sometimes"), ["--preempt", "sometimes"]),
         (dict(machine="no-such-machine"), ["--machine", "no-such-machine"]),
+        (dict(topology="64x64x64x4"), ["--topology", "64x64x64x4"]),
     ],
 )
 def test_bad_input_raises_value_error_with_the_cli_message(kwargs, flags):
@@ -195,6 +196,16 @@ def test_sweep_is_tidy_and_equals_the_cli(tmp_path):
     pq = tmp_path / "t.parquet"
     df.to_parquet(pq)
     assert list(pd.read_parquet(pq)["digest"]) == list(df["digest"])
+
+
+def test_negative_numbers_are_value_errors():
+    for kwargs in [dict(seed=-1), dict(hz=-5), dict(seed=2**64), dict(seed=1.5)]:
+        with pytest.raises(ValueError, match="whole number"):
+            schedlab.run(**kwargs)
+    with pytest.raises(ValueError, match="invalid runs '-3'"):
+        schedlab.compare("fifo", "fifo", runs=-3)
+    with pytest.raises(ValueError, match="invalid seed"):
+        schedlab.sweep({"policy": "fifo"}, seed=-1, cache=False)
 
 
 def test_bad_grids_raise_value_error():
