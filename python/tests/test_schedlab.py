@@ -196,6 +196,14 @@ def test_sweep_is_tidy_and_equals_the_cli(tmp_path):
     pq = tmp_path / "t.parquet"
     df.to_parquet(pq)
     assert list(pd.read_parquet(pq)["digest"]) == list(df["digest"])
+    # The command line writes Parquet itself: typed columns, the same rows.
+    cli_pq = tmp_path / "cli.parquet"
+    cli("sweep", str(grid), "--no-cache", "--format", "parquet", "--out", str(cli_pq))
+    from_pq = pd.read_parquet(cli_pq)
+    assert list(from_pq.columns) == list(df.columns)
+    assert list(from_pq["digest"]) == list(df["digest"])
+    assert from_pq["switches"].dtype == "int64" and from_pq["elapsed_s"].dtype == "float64"
+    assert list(from_pq["elapsed_s"]) == list(df["elapsed_s"])
 
 
 def test_negative_numbers_are_value_errors():

@@ -309,7 +309,8 @@ pub struct CompareArgs {
 pub struct SweepArgs {
     /// The grid file (.toml).
     pub grid: PathBuf,
-    /// Write the table here (.csv or .json) instead of standard output.
+    /// Write the table here (.csv, .json or .parquet, as --format) instead of
+    /// standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = SweepFormat::Csv)]
@@ -347,6 +348,8 @@ pub struct SweepArgs {
 pub enum SweepFormat {
     Csv,
     Json,
+    /// Uncompressed, typed columns (needs --out FILE.parquet).
+    Parquet,
 }
 
 impl CompareArgs {

@@ -801,7 +801,11 @@ fn sweep_mistakes_get_one_clear_line() {
         (vec!["sweep".into(), good.clone(), "--out".into(), dir.to_str().unwrap().to_string()], vec!["out", "directory"]),
         (
             vec!["sweep".into(), good.clone(), "--out".into(), dir.join("t.parquet").to_str().unwrap().to_string()],
-            vec!["out", ".csv", "Parquet"],
+            vec!["out", ".csv file with --format csv"],
+        ),
+        (
+            vec!["sweep".into(), good.clone(), "--format".into(), "parquet".into()],
+            vec!["format", "parquet", "--out FILE.parquet"],
         ),
     ] {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
