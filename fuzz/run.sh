@@ -13,7 +13,7 @@ seconds="${1:-600}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(topology machine_profile workload_spec policy_name ftrace_text experiment_file suite_file)
+    targets=(topology machine_profile workload_spec policy_name ftrace_text experiment_file suite_file grid_file)
 fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked

@@ -83,3 +83,14 @@ fn suite_file_corpus() {
         let _ = schedlab_spec::suite::parse(&text, "fuzz.toml");
     }
 }
+
+#[test]
+fn grid_file_corpus() {
+    for (_, text) in corpus("grid_file") {
+        if let Ok(g) = schedlab_spec::sweep::Grid::parse_toml(&text, "fuzz.toml") {
+            if g.axes.iter().map(|(_, v)| v.len()).product::<usize>() * g.runs as usize <= 10_000 {
+                let _ = g.jobs();
+            }
+        }
+    }
+}
