@@ -74,15 +74,7 @@ impl Table {
 
 /// Lines grouped by tracepoint, in the kernel's field names.
 fn event_tables(lines: &[Line]) -> Vec<(&'static str, Table)> {
-    let names = [
-        "sched_switch",
-        "sched_waking",
-        "sched_wakeup",
-        "sched_wakeup_new",
-        "sched_migrate_task",
-        "sched_process_fork",
-        "sched_process_exit",
-    ];
+    let names = schedlab_trace::SCHED_EVENTS;
     let mut tables: Vec<(&'static str, Table)> = names.iter().map(|n| (*n, Table::default())).collect();
     let at = |n: &str| names.iter().position(|x| *x == n).expect("a sched tracepoint");
     for l in lines {

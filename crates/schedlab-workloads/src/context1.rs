@@ -20,13 +20,13 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use schedlab_core::engine::{MARK_END, MARK_START};
 use schedlab_core::error::SpecError;
 use schedlab_core::program::{ChanId, ForkKind, Op, OpResult, Program};
 use schedlab_core::rng::SimRng;
 use schedlab_core::RunResult;
 
 use crate::params::Params;
+use crate::timed::TimedInstances;
 
 /// `Op::Record` metric: one sample per completed round trip (an iteration).
 pub const ITERATIONS: u32 = 1;
@@ -88,47 +88,21 @@ impl Context1 {
     }
 
     pub fn main_program(&self) -> Box<dyn Program> {
-        Box::new(Run { c: self.clone(), stop: Rc::new(Cell::new(false)), step: 0, reaped: 0 })
-    }
-}
-
-/// UnixBench's `Run` for this test: starts the copies, sleeps through the
-/// duration (standing in for each copy's own alarm), reaps them.
-struct Run {
-    c: Context1,
-    stop: Rc<Cell<bool>>,
-    step: u64,
-    reaped: u64,
-}
-
-impl Program for Run {
-    fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
-        self.step += 1;
-        let n = self.c.copies;
-        match self.step {
-            1 => Op::Mark { label: MARK_START },
-            k if k <= 1 + n => Op::Fork {
-                kind: ForkKind::Process,
-                comm: Some("context1".into()),
-                program: Box::new(Master {
-                    stop: self.stop.clone(),
+        // UnixBench's `Run` for this test; its sleep stands in for each copy's alarm.
+        Box::new(TimedInstances::new(
+            self.copies,
+            self.duration_ms * 1_000_000,
+            "context1",
+            Box::new(|stop| {
+                Box::new(Master {
+                    stop,
                     pipes: Vec::new(),
                     written: 0,
                     total: Rc::new(Cell::new(None)),
                     state: MasterState::Setup,
-                }),
-            },
-            k if k == 2 + n => Op::Sleep { ns: self.c.duration_ms * 1_000_000 },
-            k if k == 3 + n => {
-                self.stop.set(true);
-                Op::Mark { label: MARK_END }
-            }
-            _ if self.reaped < n => {
-                self.reaped += 1;
-                Op::WaitChild
-            }
-            _ => Op::Exit,
-        }
+                })
+            }),
+        ))
     }
 }
 

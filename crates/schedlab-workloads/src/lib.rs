@@ -11,6 +11,7 @@ pub mod pipe;
 pub mod schbench;
 pub mod stressng;
 pub mod tbench;
+mod timed;
 
 use schedlab_core::error::SpecError;
 use schedlab_core::program::{ForkKind, Program};

@@ -29,13 +29,13 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use schedlab_core::engine::{MARK_END, MARK_START};
 use schedlab_core::error::SpecError;
 use schedlab_core::program::{ChanId, ForkKind, Op, OpResult, Program};
 use schedlab_core::rng::SimRng;
 use schedlab_core::RunResult;
 
 use crate::params::Params;
+use crate::timed::TimedInstances;
 
 /// `Op::Record` metric: one sample per completed write (a bogo op).
 pub const BOGO_OPS: u32 = 1;
@@ -102,50 +102,26 @@ impl StressNgPipe {
     }
 
     pub fn main_program(&self) -> Box<dyn Program> {
-        Box::new(Main { s: self.clone(), stop: Rc::new(Cell::new(false)), step: 0, reaped: 0 })
-    }
-}
-
-/// stress-ng's main process: starts the instances, sleeps through the timeout,
-/// stops them and reaps them.
-struct Main {
-    s: StressNgPipe,
-    stop: Rc<Cell<bool>>,
-    step: u64,
-    reaped: u64,
-}
-
-impl Program for Main {
-    fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
-        self.step += 1;
-        let n = self.s.instances;
-        match self.step {
-            1 => Op::Mark { label: MARK_START },
-            k if k <= 1 + n => Op::Fork {
-                kind: ForkKind::Process,
-                comm: Some("stress-ng-pipe".into()),
-                program: Box::new(Instance {
-                    size: self.s.data_size,
-                    fill_ns: self.s.fill_ns,
+        // stress-ng's main process: starts the instances, lets them run for the
+        // timeout, stops and reaps them.
+        let (size, fill_ns) = (self.data_size, self.fill_ns);
+        Box::new(TimedInstances::new(
+            self.instances,
+            self.timeout_ms * 1_000_000,
+            "stress-ng-pipe",
+            Box::new(move |stop| {
+                Box::new(Instance {
+                    size,
+                    fill_ns,
                     filled: false,
-                    stop: self.stop.clone(),
+                    stop,
                     total: Rc::new(Cell::new(None)),
                     written: 0,
                     chan: None,
                     state: WriterState::Setup,
-                }),
-            },
-            k if k == 2 + n => Op::Sleep { ns: self.s.timeout_ms * 1_000_000 },
-            k if k == 3 + n => {
-                self.stop.set(true);
-                Op::Mark { label: MARK_END }
-            }
-            _ if self.reaped < n => {
-                self.reaped += 1;
-                Op::WaitChild
-            }
-            _ => Op::Exit,
-        }
+                })
+            }),
+        ))
     }
 }
 
