@@ -44,6 +44,9 @@ def main(argv=None) -> int:
         security = Security(
             tls_ca_file=a.tls_ca_file, tls_client_cert=a.tls_cert, tls_client_key=a.tls_key, require_encryption=True
         )
+    if a.format == "parquet" and not a.out:
+        print("schedlab: error: invalid format 'parquet': expected --out FILE.parquet with it", file=sys.stderr)
+        return 2
     cache = False if a.no_cache else (a.cache or True)
     try:
         df = schedlab.sweep(a.grid, cache=cache, shard=a.shard, jobs=a.jobs, dask=a.dask, security=security)
@@ -53,9 +56,6 @@ def main(argv=None) -> int:
     except (RuntimeError, OSError) as e:
         print(f"schedlab: error: {e}", file=sys.stderr)
         return 1
-    if a.format == "parquet" and not a.out:
-        print("schedlab: error: invalid format 'parquet': expected --out FILE.parquet with it", file=sys.stderr)
-        return 2
     if a.out:
         # Written whole: a temporary file beside the target, then a rename.
         d = os.path.dirname(os.path.abspath(a.out))
@@ -77,10 +77,10 @@ def main(argv=None) -> int:
     else:
         df.to_csv(sys.stdout, index=False)
     at = df.attrs
+    where = f" on Dask ({a.dask})" if a.dask else ""
     print(
         f"schedlab sweep: {len(df)} runs ({at['computed']} computed, {at['cached']} cached, "
-        f"{at['repaired']} damaged entries recomputed) on Dask" if a.dask else
-        f"schedlab sweep: {len(df)} runs ({at['computed']} computed, {at['cached']} cached)",
+        f"{at['repaired']} damaged entries recomputed){where}",
         file=sys.stderr,
     )
     return 0
