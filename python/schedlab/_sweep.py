@@ -112,8 +112,6 @@ def sweep(
     """
     toml, axes, runs_, seed_ = _grid_args(grid, runs, seed)
     cache_dir = _cache_dir(cache)
-    if shard is not None:
-        _native.parse_shard(shard)
     if jobs is not None:
         from . import _whole
 
@@ -132,10 +130,7 @@ def _on_dask(toml, axes, runs, seed, cache_dir, shard, client, address, security
         from distributed import Client, LocalCluster
     except ImportError:
         raise RuntimeError("a Dask sweep needs dask.distributed: pip install 'dask[distributed]'") from None
-    jobs = json.loads(_native.sweep_jobs(toml, axes, runs, seed))
-    if shard is not None:
-        i, n = _native.parse_shard(shard)
-        jobs = [j for j in jobs if j["index"] % n == i]
+    jobs = json.loads(_native.sweep_jobs(toml, axes, runs, seed, shard))
     cluster = None
     own_client = None
     try:

@@ -352,6 +352,17 @@ pub enum SweepFormat {
     Parquet,
 }
 
+impl SweepFormat {
+    /// The format's name, which is also its file extension.
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepFormat::Csv => "csv",
+            SweepFormat::Json => "json",
+            SweepFormat::Parquet => "parquet",
+        }
+    }
+}
+
 impl CompareArgs {
     pub fn request(&self) -> CompareRequest {
         CompareRequest {

@@ -15,14 +15,9 @@ pub fn run(a: &SweepArgs) -> Result<(), Failure> {
     let text = std::fs::read_to_string(&a.grid)
         .map_err(|e| SpecError::new("grid file", a.grid.display().to_string(), format!("a readable TOML grid file ({e})")))?;
     let grid = Grid::parse_toml(&text, &a.grid.display().to_string())?;
-    let shard = a.shard.as_deref().map(sweep::parse_shard).transpose()?;
     let threads = schedlab_spec::parallel::threads(a.jobs)?;
     let out = a.out.as_deref().map(|p| crate::outputs::check("out", p)).transpose()?;
-    let wanted = match a.format {
-        SweepFormat::Csv => "csv",
-        SweepFormat::Json => "json",
-        SweepFormat::Parquet => "parquet",
-    };
+    let wanted = a.format.name();
     match &out {
         Some(o) if o.extension().and_then(|e| e.to_str()) != Some(wanted) => {
             return Err(SpecError::new("out", o.display().to_string(), format!("a .{wanted} file with --format {wanted}")).into());
@@ -34,16 +29,12 @@ pub fn run(a: &SweepArgs) -> Result<(), Failure> {
         }
         _ => {}
     }
-    let jobs = grid.jobs()?;
+    let mine = grid.shard_jobs(a.shard.as_deref())?;
     if let Some(address) = &a.dask {
         return on_dask(a, address, out.as_deref());
     }
     let cache_dir = a.cache.clone().unwrap_or_else(Cache::default_dir);
     let cache = if a.no_cache { None } else { Some(Cache::new(&cache_dir)?) };
-    let mine: Vec<_> = match shard {
-        Some((i, n)) => jobs.into_iter().filter(|j| j.index % n == i).collect(),
-        None => jobs,
-    };
     let started = Instant::now();
     let (rows, counts) = sweep::run_jobs(&mine, cache.as_ref(), threads)?;
     let table = match a.format {
@@ -81,12 +72,7 @@ fn on_dask(a: &SweepArgs, address: &str, out: Option<&Path>) -> Result<(), Failu
     }
     let mut cmd = Command::new(&python);
     cmd.args(["-m", "schedlab", "sweep"]).arg(&a.grid).args(["--dask", address]);
-    let format = match a.format {
-        SweepFormat::Csv => "csv",
-        SweepFormat::Json => "json",
-        SweepFormat::Parquet => "parquet",
-    };
-    cmd.args(["--format", format]);
+    cmd.args(["--format", a.format.name()]);
     if let Some(o) = out {
         cmd.arg("--out").arg(o);
     }

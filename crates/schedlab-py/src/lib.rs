@@ -22,10 +22,6 @@ fn py_err(f: Failure) -> PyErr {
     }
 }
 
-fn value_err(e: schedlab_spec::SpecError) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
-
 /// One tracepoint's columns, LISA's way: `__cpu`, `__pid`, `__comm` of the
 /// context, the time in ns, then the tracepoint's own fields.
 #[derive(Default)]
@@ -278,19 +274,20 @@ fn grid_of(toml: Option<String>, axes: Option<Vec<(String, Vec<String>)>>, runs:
     })
 }
 
-/// A grid's jobs: JSON `[{index, params: [[key, value], ...], seed}, ...]`, every
-/// cell validated first.
+/// A grid's jobs (of shard `I/N` if given): JSON `[{index, params: [[key, value],
+/// ...], seed}, ...]`, every cell validated first.
 #[pyfunction]
-#[pyo3(signature = (toml, axes, runs, seed))]
+#[pyo3(signature = (toml, axes, runs, seed, shard))]
 fn sweep_jobs(
     py: Python<'_>,
     toml: Option<String>,
     axes: Option<Vec<(String, Vec<String>)>>,
     runs: u64,
     seed: u64,
+    shard: Option<String>,
 ) -> PyResult<String> {
     py.detach(|| -> Result<String, Failure> {
-        let jobs = grid_of(toml, axes, runs, seed)?.jobs()?;
+        let jobs = grid_of(toml, axes, runs, seed)?.shard_jobs(shard.as_deref())?;
         let v: Vec<serde_json::Value> =
             jobs.iter().map(|j| serde_json::json!({ "index": j.index, "params": j.params, "seed": j.seed })).collect();
         Ok(serde_json::to_string(&v).expect("JSON values"))
@@ -315,12 +312,7 @@ fn sweep_one(
         let job = Job { index, params, seed, request };
         let cache = cache.map(|d| Cache::new(std::path::Path::new(&d))).transpose()?;
         let (row, how) = sweep::row_for(&job, cache.as_ref())?;
-        let how = match how {
-            sweep::SweepOutcome::Computed => "computed",
-            sweep::SweepOutcome::Cached => "cached",
-            sweep::SweepOutcome::Repaired => "repaired",
-        };
-        Ok((serde_json::to_string(&row).expect("JSON values"), how.to_string()))
+        Ok((serde_json::to_string(&row).expect("JSON values"), how.name().to_string()))
     })
     .map_err(py_err)
 }
@@ -341,25 +333,13 @@ fn sweep_local(
     jobs: Option<usize>,
 ) -> PyResult<(String, usize, usize, usize)> {
     py.detach(|| -> Result<(String, usize, usize, usize), Failure> {
-        let grid = grid_of(toml, axes, runs, seed)?;
-        let shard = shard.as_deref().map(sweep::parse_shard).transpose()?;
         let threads = schedlab_spec::parallel::threads(jobs)?;
-        let all = grid.jobs()?;
-        let mine: Vec<Job> = match shard {
-            Some((i, n)) => all.into_iter().filter(|j| j.index % n == i).collect(),
-            None => all,
-        };
+        let mine = grid_of(toml, axes, runs, seed)?.shard_jobs(shard.as_deref())?;
         let cache = cache.map(|d| Cache::new(std::path::Path::new(&d))).transpose()?;
         let (rows, counts) = sweep::run_jobs(&mine, cache.as_ref(), threads)?;
         Ok((serde_json::to_string(&rows).expect("JSON values"), counts.computed, counts.cached, counts.repaired))
     })
     .map_err(py_err)
-}
-
-/// Checks a shard spec (`I/N`); returns (I, N).
-#[pyfunction]
-fn parse_shard(s: &str) -> PyResult<(usize, usize)> {
-    sweep::parse_shard(s).map_err(value_err)
 }
 
 /// The default cache directory.
@@ -376,7 +356,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_one, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_local, m)?)?;
-    m.add_function(wrap_pyfunction!(parse_shard, m)?)?;
     m.add_function(wrap_pyfunction!(default_cache_dir, m)?)?;
     m.add("SOURCE_REVISION", sweep::SOURCE_REVISION)?;
     m.add("SOURCE_DIGEST", sweep::SOURCE_DIGEST)?;

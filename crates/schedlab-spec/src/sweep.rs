@@ -186,6 +186,17 @@ impl Grid {
         }
         Ok(jobs)
     }
+
+    /// The jobs of shard `I/N` (`--shard`): those whose index is I modulo N; every
+    /// job without a shard.
+    pub fn shard_jobs(&self, shard: Option<&str>) -> Result<Vec<Job>, SpecError> {
+        let shard = shard.map(parse_shard).transpose()?;
+        let jobs = self.jobs()?;
+        Ok(match shard {
+            Some((i, n)) => jobs.into_iter().filter(|j| j.index % n == i).collect(),
+            None => jobs,
+        })
+    }
 }
 
 /// The request a cell's parameters describe.
@@ -405,6 +416,16 @@ pub enum SweepOutcome {
     Computed,
     Cached,
     Repaired,
+}
+
+impl SweepOutcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepOutcome::Computed => "computed",
+            SweepOutcome::Cached => "cached",
+            SweepOutcome::Repaired => "repaired",
+        }
+    }
 }
 
 /// Runs `jobs` (already sharded) on `threads` threads through the cache; rows in
