@@ -24,6 +24,29 @@ pub struct MigrationCost {
     pub cross_node_ns: u64,
 }
 
+/// One kind of the machine's own background threads (kernel threads and daemons
+/// that wake while a benchmark runs): what makes two real runs of one benchmark
+/// differ. `schedlab calibrate` counts them in a trace of the otherwise idle host.
+/// Each thread sleeps a time drawn from an exponential distribution of mean
+/// `mean_interval_ns` (wakeups arriving as a Poisson process), then runs `run_ns`
+/// in the kernel as a SCHED_NORMAL task of nice `nice`, placed and preempted by the
+/// policy like any other task, and sleeps again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundThreads {
+    /// Their name without CPU or instance numbers (`kworker` for kworker/1:2).
+    pub comm: String,
+    /// One thread bound to each CPU (kworker/N:M, ksoftirqd/N), or one thread
+    /// that may run anywhere.
+    pub per_cpu: bool,
+    /// Mean time between two wakeups of one thread.
+    pub mean_interval_ns: u64,
+    /// CPU time of one wakeup.
+    pub run_ns: u64,
+    #[serde(default)]
+    pub nice: i32,
+}
+
 /// Cache capacities and refill costs, for the refill a task pays when it runs again
 /// on the same core after other tasks have pushed its working set out.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,6 +229,10 @@ pub struct MachineProfile {
     /// slow each other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smt_throughput_pct: Option<u64>,
+    /// The machine's own background threads; absent, none (a run's timing then
+    /// varies between seeds only through where it starts in the tick).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background: Vec<BackgroundThreads>,
 }
 
 fn idle_polls_default() -> bool {
@@ -261,6 +288,7 @@ impl MachineProfile {
             node_mem_bw_mbps: Some(50_000),
             smt_throughput_pct: None,
             cache: None,
+            background: Vec::new(),
         }
     }
 
@@ -349,6 +377,27 @@ impl MachineProfile {
                 return Err(SpecError::new(field, v.to_string(), format!("{lo} to {hi} {unit} (in {origin})")));
             }
         }
+        for (i, b) in self.background.iter().enumerate() {
+            let field = |name: &str| format!("background[{i}].{name}");
+            let comm_ok = !b.comm.is_empty() && b.comm.len() <= 15 && !b.comm.contains(char::is_whitespace);
+            if !comm_ok {
+                return Err(SpecError::new(field("comm"), &b.comm, format!("1 to 15 characters without spaces (in {origin})")));
+            }
+            // At least 10 us between wakeups (a thread busier than that is part of
+            // the workload, not background), at most an hour.
+            if !(10_000..=3_600_000_000_000).contains(&b.mean_interval_ns) {
+                let v = b.mean_interval_ns.to_string();
+                return Err(SpecError::new(field("mean_interval_ns"), v, format!("10000 to 3600000000000 ns (in {origin})")));
+            }
+            if !(1..=OP_NS).contains(&b.run_ns) || b.run_ns >= b.mean_interval_ns {
+                let v = b.run_ns.to_string();
+                let expected = format!("1 to {OP_NS} ns and below mean_interval_ns (in {origin})");
+                return Err(SpecError::new(field("run_ns"), v, expected));
+            }
+            if !(-20..=19).contains(&b.nice) {
+                return Err(SpecError::new(field("nice"), b.nice.to_string(), format!("-20 to 19 (in {origin})")));
+            }
+        }
         Ok(())
     }
 
@@ -380,6 +429,39 @@ mod tests {
         let e = MachineProfile::from_toml(&zero, "x.toml").unwrap_err();
         assert_eq!(e.field, "cache.l2_bytes");
         assert_eq!(e.value, "0");
+    }
+
+    /// Background threads round-trip through TOML (as calibrate writes them), and
+    /// one that could not be background is refused naming its field.
+    #[test]
+    fn background_threads_round_trip_and_are_checked() {
+        let mut p = MachineProfile::from_toml(BROADWELL, "broadwell-ep.toml").unwrap();
+        assert!(p.background.is_empty(), "shipped profiles have none");
+        p.background = vec![BackgroundThreads {
+            comm: "kworker".into(),
+            per_cpu: true,
+            mean_interval_ns: 900_000_000,
+            run_ns: 20_000,
+            nice: -20,
+        }];
+        let again = MachineProfile::from_toml(&p.to_toml(), "x.toml").unwrap();
+        assert_eq!(again, p);
+        for (edit, field) in [
+            ("run_ns = 20000", "background[0].run_ns"),
+            ("mean_interval_ns = 900000000", "background[0].mean_interval_ns"),
+            ("comm = \"kworker\"", "background[0].comm"),
+            ("nice = -20", "background[0].nice"),
+        ] {
+            let bad_value = match field {
+                "background[0].run_ns" => "run_ns = 900000000",
+                "background[0].mean_interval_ns" => "mean_interval_ns = 5",
+                "background[0].comm" => "comm = \"k w\"",
+                _ => "nice = 20",
+            };
+            let text = p.to_toml().replace(edit, bad_value);
+            let e = MachineProfile::from_toml(&text, "x.toml").unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+        }
     }
 
     /// A profile whose costs no machine could have is refused, naming the field,

@@ -54,6 +54,31 @@ impl Program for InAutogroup {
     }
 }
 
+/// A background thread (`MachineProfile::background`): it runs `run_ns` in the
+/// kernel, then sleeps an exponential time of mean `mean_interval_ns`, forever.
+/// It is created asleep, so its first operation is a run.
+struct BackgroundThread {
+    mean_interval_ns: u64,
+    run_ns: u64,
+    ran: bool,
+}
+
+impl Program for BackgroundThread {
+    fn next(&mut self, _last: OpResult, rng: &mut SimRng) -> Op {
+        self.ran = !self.ran;
+        if self.ran {
+            Op::Kernel { ns: self.run_ns }
+        } else {
+            Op::Sleep { ns: rng.exponential_ns(self.mean_interval_ns) }
+        }
+    }
+
+    /// A kernel thread's own data is small: a few cache lines of its work item.
+    fn working_set_bytes(&self) -> u64 {
+        4096
+    }
+}
+
 /// Mark label a workload records just before its timed part starts.
 pub const MARK_START: u32 = 0;
 /// Mark label a workload records when its timed part ends.
@@ -166,6 +191,9 @@ struct TaskExec {
     joiners: Vec<TaskId>,
     /// Blocked in wait().
     in_wait: bool,
+    /// One of the machine's background threads (`MachineProfile::background`),
+    /// not part of the workload.
+    background: bool,
 }
 
 /// What a stream asks of memory: bytes per second alone, and whose memory.
@@ -326,7 +354,13 @@ pub struct Engine {
     progress: Option<Box<dyn FnMut(u64, u64)>>,
     violations: Vec<String>,
     events: u64,
+    /// Workload tasks not yet exited (background threads are not counted).
     alive: usize,
+    /// The background threads' task ids.
+    background: Vec<TaskId>,
+    /// When the workload's last task exited, if background threads were still
+    /// awake then: the run's end as the workload sees it, with the counters then.
+    workload_end: Option<(u64, Vec<CpuStats>, u64)>,
     wake_buf: Vec<TaskId>,
     window_start: Option<(u64, Vec<CpuStats>, u64)>,
     window_end: Option<(u64, Vec<CpuStats>, u64)>,
@@ -383,6 +417,8 @@ impl Engine {
             violations: Vec::new(),
             events: 0,
             alive: 0,
+            background: Vec::new(),
+            workload_end: None,
             wake_buf: Vec::new(),
             window_start: None,
             window_end: None,
@@ -402,7 +438,61 @@ impl Engine {
         let p = e.new_task(None, comm.to_string(), false, main, 0);
         e.policy.task_fork(&mut e.sys, p, None);
         e.activate_new(p, 0);
+        e.spawn_background();
         e
+    }
+
+    /// The machine's background threads (`MachineProfile::background`), created
+    /// asleep in the root task group, each with its first wakeup due after an
+    /// exponential draw of its mean interval (so each is at a random point of its
+    /// cycle when the workload starts). Their random stream is their own, so the
+    /// workload's draws do not depend on them.
+    fn spawn_background(&mut self) {
+        let ncpus = self.sys.ncpus();
+        let classes = self.sys.cost.background.clone();
+        let mut index = 0u64;
+        for class in &classes {
+            let cpus: Vec<Option<usize>> = if class.per_cpu { (0..ncpus).map(Some).collect() } else { vec![None] };
+            for bound in cpus {
+                let cpu = bound.unwrap_or(index as usize % ncpus);
+                let comm = match bound {
+                    Some(c) => format!("{}/{c}", class.comm),
+                    None => class.comm.clone(),
+                };
+                let program =
+                    Box::new(BackgroundThread { mean_interval_ns: class.mean_interval_ns, run_ns: class.run_ns, ran: false });
+                let p = self.new_task(None, comm, false, program, cpu);
+                self.alive -= 1;
+                let t = &mut self.sys.tasks[p];
+                t.nice = class.nice;
+                t.weight = nice_to_weight(class.nice);
+                t.allowed = bound.map(|c| {
+                    let mut set = CpuSet::new(ncpus);
+                    set.set(c);
+                    set
+                });
+                let mut rng = SimRng::derive(self.cfg.seed, Stream::Background, index);
+                let first_ns = rng.exponential_ns(class.mean_interval_ns);
+                let e = &mut self.exec[p];
+                e.rng = rng;
+                e.background = true;
+                // Asleep in nanosleep(): the first wakeup completes it, and the
+                // program's first operation is the thread's first run.
+                e.op = Some(Op::Sleep { ns: first_ns });
+                e.first_attempt = false;
+                e.timer_gen = 1;
+                self.queue.push(self.sys.now_ns + first_ns, EventKind::Timer { task: p as u32, gen: 1 });
+                self.policy.task_fork(&mut self.sys, p, None);
+                self.background.push(p);
+                index += 1;
+            }
+        }
+    }
+
+    /// A background thread still runnable or running (after the workload ended,
+    /// the run goes on until none is, waking none of them again).
+    fn background_awake(&self) -> bool {
+        self.background.iter().any(|&p| matches!(self.sys.tasks[p].state, TaskState::Running | TaskState::Runnable))
     }
 
     /// Sends the timeline to `sink`.
@@ -423,7 +513,16 @@ impl Engine {
     /// Runs to completion and returns the result.
     pub fn run(mut self) -> RunResult {
         let mut timed_out = false;
-        while self.alive > 0 {
+        loop {
+            if self.alive == 0 {
+                if !self.background_awake() {
+                    break;
+                }
+                if self.workload_end.is_none() {
+                    let now = self.sys.now_ns;
+                    self.workload_end = Some((now, self.snapshot_stats(now), self.sys.wasted_ns()));
+                }
+            }
             let Some((t, ev)) = self.queue.pop() else {
                 let stuck: Vec<String> = (0..self.sys.tasks.len())
                     .filter(|&p| !matches!(self.sys.tasks[p].state, TaskState::Zombie | TaskState::Dead))
@@ -474,7 +573,9 @@ impl Engine {
                 }
                 EventKind::Timer { task, gen } => {
                     let p = task as usize;
-                    if self.exec[p].timer_gen == gen {
+                    // Once the workload has ended, background threads sleep on.
+                    let ended = self.alive == 0 && self.exec[p].background;
+                    if self.exec[p].timer_gen == gen && !ended {
                         self.exec[p].timer_fired = true;
                         self.trace_context = TraceContext::HardIrq;
                         self.try_to_wake_up(p, None, false);
@@ -548,6 +649,7 @@ impl Engine {
             unreaped_children: 0,
             joiners: Vec::new(),
             in_wait: false,
+            background: false,
         });
         self.alive += 1;
         id
@@ -643,18 +745,28 @@ impl Engine {
             CpuState::Idle => {
                 self.sys.set_cpu_state(cpu, CpuState::Kicked);
                 let c = &self.cpu[cpu];
-                // Still finishing scheduler work before idling: it sees the flag then.
+                // Still switching to its idle task: it runs the wakee once the
+                // switch is done, without an idle exit.
                 let still_active = c.idle_start_ns > now;
-                // resched_curr() (kernel/sched/core.c, v6.18; the same since v3.16):
-                // set_nr_and_not_polling() fails on a halted CPU, so smp_send_reschedule().
-                let noticed_at = if self.sys.cost.idle_polls || still_active || cpu == from {
+                // resched_curr() (kernel/sched/core.c, v6.18; the same since v3.16)
+                // and send_call_function_single_ipi() for the wake list: only an idle
+                // task inside do_idle() has TIF_POLLING_NRFLAG set, so a CPU still
+                // switching to it, and a halted one, take a real IPI
+                // (smp_send_reschedule()); on a halting machine (a KVM guest) that
+                // costs the sender a VM exit either way. A polling idle CPU only
+                // needs the flag written.
+                let noticed_at = if cpu == from || (self.sys.cost.idle_polls && !still_active) {
+                    now
+                } else if still_active && !self.sys.cost.idle_polls {
+                    self.sys.send_ipi(from, 0, self.sys.cost.ipi_send_ns) + self.sys.cost.ipi_latency_ns
+                } else if still_active {
                     now
                 } else {
                     let send = self.sys.cost.ipi_send_idle_ns.unwrap_or(self.sys.cost.ipi_send_ns);
                     self.sys.send_ipi(from, 0, send) + self.sys.cost.ipi_latency_ns
                 };
                 let c = &self.cpu[cpu];
-                let at = if still_active { c.idle_start_ns } else { noticed_at + self.sys.cost.idle_exit_ns };
+                let at = if still_active { c.idle_start_ns.max(noticed_at) } else { noticed_at + self.sys.cost.idle_exit_ns };
                 let at = self.sys.irq.deliver(cpu, now).max(at);
                 self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
             }
@@ -1010,7 +1122,7 @@ impl Engine {
         self.sys.stats[cpu].wait_ns += waited;
         self.sys.stats[cpu].timeslices += 1;
         if let Some(w) = woken {
-            if self.window_end.is_none() {
+            if self.window_end.is_none() && !self.exec[n].background {
                 let _ = self.latency.record((now - w).max(1));
             }
         }
@@ -1837,11 +1949,14 @@ impl Engine {
             }
         }
         let wasted_end = self.sys.wasted_ns();
+        // With background threads the run goes on until they sleep; the workload's
+        // run ended when its last task did.
+        let (workload_end_ns, stats_end, wasted_end) = self.workload_end.take().unwrap_or((end, stats_end, wasted_end));
         let (window_ns, cpu_stats, wasted_ns) = match (&self.window_start, &self.window_end) {
             (Some((t0, s0, w0)), Some((t1, s1, w1))) => {
                 ((*t0, *t1), s1.iter().zip(s0).map(|(a, b)| a.delta(b)).collect(), w1 - w0)
             }
-            _ => ((self.start_ns, end), stats_end, wasted_end),
+            _ => ((self.start_ns, workload_end_ns), stats_end, wasted_end),
         };
         if self.cfg.check && !timed_out {
             // Wasted core-time accrues only while CPUs are idle, and idle is what
@@ -1856,7 +1971,9 @@ impl Engine {
             .sys
             .tasks
             .iter()
-            .map(|t| TaskSummary {
+            .zip(&self.exec)
+            .filter(|(_, e)| !e.background)
+            .map(|(t, _)| TaskSummary {
                 pid: t.pid,
                 comm: t.comm.clone(),
                 run_ns: t.run_ns,
@@ -1876,7 +1993,7 @@ impl Engine {
             policy: self.policy.name(),
             ncpus: self.sys.ncpus(),
             start_ns: self.start_ns,
-            end_ns: end,
+            end_ns: workload_end_ns,
             marks: self.marks,
             window_ns,
             cpu_stats,

@@ -21,11 +21,13 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::background;
 use crate::sys::{cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, write_all};
-use schedlab_core::cost::{MachineProfile, MigrationCost, SchedOpCost};
+use schedlab_core::cost::{BackgroundThreads, MachineProfile, MigrationCost, SchedOpCost};
 
 /// What `schedlab calibrate` was asked for.
 pub struct CalibrateOptions {
@@ -51,6 +53,11 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         host.cpu_a,
         host.cpu_b.map_or_else(|| "none".to_string(), |c| c.to_string()),
     ));
+
+    // The host's own background threads, recorded first: the kernel work the
+    // measurements below cause (freeing their buffers, writing back) is not the
+    // host's background.
+    let background = background_threads(&host, &plan, &mut notes);
 
     pin_current_thread(host.cpu_a)?;
     let timer_ns = timer_overhead_ns();
@@ -480,7 +487,42 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         // Not measured: a host run cannot isolate one core's two threads reliably.
         smt_throughput_pct: None,
         cache: None,
+        background,
     })
+}
+
+/// The host's background threads, from a recording of it while calibrate sleeps
+/// (`background::measure`); none, with a note saying why, where tracefs is out of
+/// reach (not root, no tracefs).
+fn background_threads(host: &Host, plan: &Plan, notes: &mut Notes) -> Vec<BackgroundThreads> {
+    let span = Duration::from_millis(plan.background_ms);
+    match background::measure(span, host.allowed.len()) {
+        Ok(sample) => {
+            for (b, (runs, run_ns)) in sample.threads.iter().zip(&sample.runs) {
+                notes.measured(format!(
+                    "background {}{}: {runs} runs, {:.3} ms of CPU in {:.1} s of sched_switch recorded on the \
+                     idle host (nice {}): one wakeup per {:.1} ms per thread, {} ns each",
+                    b.comm,
+                    if b.per_cpu { " (one per CPU)" } else { "" },
+                    *run_ns as f64 / 1e6,
+                    sample.span_ns as f64 / 1e9,
+                    b.nice,
+                    b.mean_interval_ns as f64 / 1e6,
+                    b.run_ns
+                ));
+            }
+            notes.info(format!(
+                "background: {} runs of real-time threads in the same recording are not modelled; \
+                 interrupts and softirqs are not counted",
+                sample.rt_runs
+            ));
+            sample.threads
+        }
+        Err(e) => {
+            notes.info(format!("background: not measured ({e}); the profile has no background threads"));
+            Vec::new()
+        }
+    }
 }
 
 // Defaults for what a one-CPU host cannot show; the class values of
@@ -519,6 +561,8 @@ struct Plan {
     /// The copied buffers are at least this many times the node's LLC capacity.
     bw_llc_factor: usize,
     bw_reps: usize,
+    /// How long the idle host is recorded for its background threads.
+    background_ms: u64,
 }
 
 impl Plan {
@@ -540,6 +584,7 @@ impl Plan {
                 bw_bytes: 32 << 20,
                 bw_llc_factor: 2,
                 bw_reps: 2,
+                background_ms: 1_000,
             }
         } else {
             Plan {
@@ -558,6 +603,7 @@ impl Plan {
                 bw_bytes: 256 << 20,
                 bw_llc_factor: 4,
                 bw_reps: 5,
+                background_ms: 5_000,
             }
         }
     }

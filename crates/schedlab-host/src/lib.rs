@@ -9,6 +9,7 @@
 //! session and kills it on drop, and [`signals`] turns SIGINT/SIGTERM into a flag the
 //! waiting loops check so that both drops run.
 
+pub mod background;
 pub mod calibrate;
 pub mod counters;
 pub mod kernel;

@@ -1,0 +1,168 @@
+//! The host's own background threads: kernel threads and daemons that wake while a
+//! benchmark runs and make two real runs of it differ. Measured by recording
+//! `sched_switch` in a private tracefs instance while this process sleeps, and
+//! summarised per kind of thread as `MachineProfile::background` entries.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use schedlab_core::cost::BackgroundThreads;
+use schedlab_trace::{parse_trace, Event};
+
+use crate::tracefs::Instance;
+use crate::{signals, HostError};
+
+/// What a recording of the idle host showed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackgroundSample {
+    /// One entry per kind of thread that ran, most CPU time first.
+    pub threads: Vec<BackgroundThreads>,
+    /// Runs of each kind and the CPU time they took, in the same order.
+    pub runs: Vec<(u64, u64)>,
+    /// Runs of real-time threads (prio below 100: migration/N, watchdogs),
+    /// which schedlab's fair-class background does not model.
+    pub rt_runs: u64,
+    /// The recorded span, ns.
+    pub span_ns: u64,
+}
+
+/// Records the host for `span` while this process sleeps, then summarises it.
+/// Needs root (tracefs). Threads of this process are left out.
+pub fn measure(span: Duration, ncpus: usize) -> Result<BackgroundSample, HostError> {
+    signals::install();
+    let own = own_tids();
+    let inst = Instance::open(4096)?;
+    inst.set_on(true)?;
+    let start = Instant::now();
+    while start.elapsed() < span && !signals::interrupted() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    inst.set_on(false)?;
+    let span_ns = start.elapsed().as_nanos() as u64;
+    if signals::interrupted() {
+        return Err(HostError::new("recording the host's background threads", "interrupted"));
+    }
+    let text = inst.read_trace()?;
+    drop(inst);
+    summarise(&text, span_ns, ncpus, &|pid| own.contains(&pid))
+}
+
+/// The thread ids of this process.
+fn own_tids() -> Vec<u32> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// A thread's kind and whether it is bound to one CPU, from its comm: the
+/// per-CPU kernel threads are named `name/CPU` (`ksoftirqd/1`, `kworker/0:1H`,
+/// `cpuhp/0`); unbound ones `kworker/u8:2` or a plain name whose trailing
+/// instance number is dropped (`kdamond.0` → `kdamond`).
+pub fn kind_of(comm: &str) -> (String, bool) {
+    if let Some((name, rest)) = comm.split_once('/') {
+        let per_cpu = rest.starts_with(|c: char| c.is_ascii_digit());
+        return (name.to_string(), per_cpu);
+    }
+    let name = comm.trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches(['.', '-', '_', ':']);
+    (if name.is_empty() { comm.to_string() } else { name.to_string() }, false)
+}
+
+/// Per kind of thread: runs, CPU time, and the nice value its prio shows.
+#[derive(Default)]
+struct Kind {
+    runs: u64,
+    run_ns: u64,
+    nice: i32,
+}
+
+/// Summarises a `sched_switch` recording of `span_ns` on `ncpus` CPUs: every run
+/// of a thread other than the idle task and `own` threads, from its switch-in to
+/// its switch-out (a run already under way when the recording started is left
+/// out). A per-CPU kind's rate is per thread, i.e. per CPU.
+pub fn summarise(text: &str, span_ns: u64, ncpus: usize, own: &dyn Fn(u32) -> bool) -> Result<BackgroundSample, HostError> {
+    let lines = parse_trace(text).map_err(|e| HostError::new("reading the background recording", e))?;
+    // Per CPU: the thread switched in and when.
+    let mut on_cpu: BTreeMap<u32, (u32, u64)> = BTreeMap::new();
+    let mut kinds: BTreeMap<(String, bool), Kind> = BTreeMap::new();
+    let mut rt_runs = 0;
+    for l in &lines {
+        let Event::Switch { prev_comm, prev_pid, prev_prio, next_pid, .. } = &l.event else { continue };
+        if let Some(&(pid, since)) = on_cpu.get(&l.cpu) {
+            if pid == *prev_pid && pid != 0 && !own(pid) {
+                if *prev_prio < 100 {
+                    rt_runs += 1;
+                } else {
+                    let k = kinds.entry(kind_of(prev_comm)).or_default();
+                    k.runs += 1;
+                    k.run_ns += l.ts_ns.saturating_sub(since).max(1);
+                    k.nice = (prev_prio - 120).clamp(-20, 19);
+                }
+            }
+        }
+        on_cpu.insert(l.cpu, (*next_pid, l.ts_ns));
+    }
+    let mut ranked: Vec<((String, bool), Kind)> = kinds.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.run_ns.cmp(&a.1.run_ns).then_with(|| a.0.cmp(&b.0)));
+    let mut threads = Vec::new();
+    let mut runs = Vec::new();
+    for ((comm, per_cpu), k) in ranked {
+        let threads_of_kind = if per_cpu { ncpus.max(1) as u64 } else { 1 };
+        let mean_interval_ns = (span_ns * threads_of_kind / k.runs).clamp(10_000, 3_600_000_000_000);
+        let run_ns = (k.run_ns / k.runs).clamp(1, mean_interval_ns - 1);
+        let comm: String = comm.chars().filter(|c| !c.is_whitespace()).take(15).collect();
+        let comm = if comm.is_empty() { "background".to_string() } else { comm };
+        threads.push(BackgroundThreads { comm, per_cpu, mean_interval_ns, run_ns, nice: k.nice });
+        runs.push((k.runs, k.run_ns));
+    }
+    Ok(BackgroundSample { threads, runs, rt_runs, span_ns })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_drop_cpu_and_instance_numbers() {
+        assert_eq!(kind_of("kworker/0:1H"), ("kworker".into(), true));
+        assert_eq!(kind_of("kworker/u8:2"), ("kworker".into(), false));
+        assert_eq!(kind_of("ksoftirqd/1"), ("ksoftirqd".into(), true));
+        assert_eq!(kind_of("kdamond.0"), ("kdamond".into(), false));
+        assert_eq!(kind_of("memfd:sealed-91"), ("memfd:sealed".into(), false));
+        assert_eq!(kind_of("rcu_preempt"), ("rcu_preempt".into(), false));
+        assert_eq!(kind_of("1234"), ("1234".into(), false));
+    }
+
+    /// Two CPUs recorded for 1 s: a per-CPU kworker runs 3 times (10, 20 and 30 us),
+    /// an unbound daemon twice (1 ms each), a real-time thread once, and our own
+    /// thread once. The run already under way at the start is not counted.
+    #[test]
+    fn runs_are_counted_per_kind_with_rates_per_thread() {
+        let sw = |cpu: u32, t_us: u64, prev: &str, ppid: u32, pprio: i32, next: &str, npid: u32| {
+            format!(
+                "          <idle>-0       [{cpu:03}] d..2.  {}.{:06}: sched_switch: prev_comm={prev} prev_pid={ppid} prev_prio={pprio} prev_state=S ==> next_comm={next} next_pid={npid} next_prio=120\n",
+                t_us / 1_000_000,
+                t_us % 1_000_000
+            )
+        };
+        let mut text = String::from("# tracer: nop\n");
+        text += &sw(0, 5, "kworker/0:1", 30, 120, "swapper/0", 0); // started before: not counted
+        text += &sw(0, 100, "swapper/0", 0, 120, "kworker/0:1", 30);
+        text += &sw(0, 110, "kworker/0:1", 30, 120, "swapper/0", 0);
+        text += &sw(1, 200, "swapper/1", 0, 120, "kworker/1:0", 31);
+        text += &sw(1, 220, "kworker/1:0", 31, 120, "kdamond.0", 76);
+        text += &sw(1, 1220, "kdamond.0", 76, 120, "swapper/1", 0);
+        text += &sw(0, 300, "swapper/0", 0, 120, "kworker/0:1", 30);
+        text += &sw(0, 330, "kworker/0:1", 30, 120, "migration/0", 18);
+        text += &sw(0, 340, "migration/0", 18, 0, "schedlab", 999);
+        text += &sw(0, 400, "schedlab", 999, 120, "kdamond.0", 76);
+        text += &sw(0, 1400, "kdamond.0", 76, 120, "swapper/0", 0);
+        let s = summarise(&text, 1_000_000_000, 2, &|pid| pid == 999).unwrap();
+        assert_eq!(s.rt_runs, 1);
+        assert_eq!(s.runs, vec![(2, 2_000_000), (3, 60_000)]);
+        let kd = &s.threads[0];
+        assert_eq!((kd.comm.as_str(), kd.per_cpu, kd.mean_interval_ns, kd.run_ns), ("kdamond", false, 500_000_000, 1_000_000));
+        let kw = &s.threads[1];
+        // 3 runs over 2 threads in 1 s: one per 667 ms per thread.
+        assert_eq!((kw.comm.as_str(), kw.per_cpu, kw.mean_interval_ns, kw.run_ns), ("kworker", true, 666_666_666, 20_000));
+    }
+}
