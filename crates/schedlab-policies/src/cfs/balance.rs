@@ -664,7 +664,9 @@ impl Cfs {
         if update_next {
             self.rq[cpu].next_balance = next_balance;
         }
-        if idle == IdleType::Idle && self.nohz_next_balance > self.rq[cpu].next_balance {
+        // v4.19 (L9004): an idle CPU balancing for itself also brings
+        // nohz.next_balance forward; from v5.10 the ILB's loop does that.
+        if !self.reworked_balancer() && idle == IdleType::Idle && self.nohz_next_balance > self.rq[cpu].next_balance {
             self.nohz_next_balance = self.rq[cpu].next_balance;
         }
     }
@@ -698,14 +700,29 @@ impl Cfs {
         }
     }
 
-    /// `nohz_idle_balance()` (v4.19 L9292): the kicked idle CPU balances every
-    /// tickless CPU whose balance is due, then itself.
+    /// `nohz_idle_balance()` (v4.19 L9292; `_nohz_idle_balance()` v6.18 L12612):
+    /// the kicked idle CPU balances, on their behalf, the tickless idle CPUs whose
+    /// balance is due, and itself. v4.19 visits the others, then itself; from v5.10
+    /// ("Merge for each idle cpu loop of ILB") one loop visits every idle CPU from
+    /// the next one round to itself, last. `nohz.next_balance` becomes the earliest
+    /// next balance of the CPUs visited, and stays as the kick left it (the next
+    /// jiffy) when none was: with no other idle CPU, v4.19's loop visits none.
     pub fn nohz_idle_balance(&mut self, sys: &mut System, this_cpu: usize) {
         let jiffies = self.jiffies(sys.now_ns);
         let hz = 1_000_000_000 / self.tick_ns;
         let mut next_balance = jiffies + 60 * hz;
-        let idle: Vec<usize> = sys.idle_mask().iter().filter(|&c| c != this_cpu).collect();
+        let mut update_next_balance = false;
+        let merged = self.reworked_balancer();
+        let ncpus = sys.ncpus();
+        // for_each_cpu_wrap(balance_cpu, nohz.idle_cpus_mask, this_cpu + 1). The
+        // kicked CPU is in that mask too: it runs the softirq from its idle task
+        // (here it is already marked awake for the kick).
+        let idle: Vec<usize> = (1..=ncpus)
+            .map(|k| (this_cpu + k) % ncpus)
+            .filter(|&c| if c == this_cpu { merged } else { sys.idle_mask().contains(c) })
+            .collect();
         for cpu in idle {
+            // This CPU got work meanwhile: the next balance owner picks up the rest.
             if self.rq[this_cpu].cfs.h_nr_running > 0 {
                 return;
             }
@@ -717,11 +734,16 @@ impl Cfs {
             if jiffies >= self.rq[cpu].next_balance {
                 self.rebalance_domains(sys, cpu, IdleType::Idle, this_cpu);
             }
-            next_balance = next_balance.min(self.rq[cpu].next_balance);
+            if next_balance > self.rq[cpu].next_balance {
+                next_balance = self.rq[cpu].next_balance;
+                update_next_balance = true;
+            }
         }
-        self.nohz_next_balance = next_balance;
-        if jiffies >= self.rq[this_cpu].next_balance {
+        if !merged && jiffies >= self.rq[this_cpu].next_balance {
             self.rebalance_domains(sys, this_cpu, IdleType::Idle, this_cpu);
+        }
+        if update_next_balance {
+            self.nohz_next_balance = next_balance;
         }
     }
 
