@@ -238,6 +238,13 @@ impl Metric {
     }
 }
 
+/// (min, max) of some runs.
+fn range(v: &[f64]) -> (f64, f64) {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
 /// One metric of one row: both sides' runs and the verdict.
 #[derive(Clone, Debug)]
 pub struct Cell {
@@ -254,9 +261,12 @@ impl Cell {
         median(&self.sim)
     }
     pub fn real_range(&self) -> (f64, f64) {
-        let lo = self.real.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = self.real.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (lo, hi)
+        range(&self.real)
+    }
+    /// The simulated runs' spread (seeds, and the machine's background threads
+    /// where its profile has them), to set beside the real one.
+    pub fn sim_range(&self) -> (f64, f64) {
+        range(&self.sim)
     }
     /// (sim − real) / real in %, None when the real median is 0 or missing.
     pub fn error_pct(&self) -> Option<f64> {
@@ -631,20 +641,22 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         t.migrations_min
     );
     out.push_str(&format!(
-        "{:<30} {:<17} {:>12} {:>25} {:>12} {:>8} {:>6} {:>6}\n",
-        "row", "metric", "real median", "[real min-max]", "simulated", "error", "range", "agree"
+        "{:<30} {:<17} {:>12} {:>25} {:>12} {:>25} {:>8} {:>6} {:>6}\n",
+        "row", "metric", "real median", "[real min-max]", "simulated", "[sim min-max]", "error", "range", "agree"
     ));
     for r in rows {
         for (i, c) in r.cells.iter().enumerate() {
             let (lo, hi) = c.real_range();
+            let (sim_lo, sim_hi) = c.sim_range();
             let err = c.error_pct().map_or_else(|| "-".to_string(), |e| format!("{e:+.0}%"));
             out.push_str(&format!(
-                "{:<30} {:<17} {:>12} {:>25} {:>12} {:>8} {:>6} {:>6}\n",
+                "{:<30} {:<17} {:>12} {:>25} {:>12} {:>25} {:>8} {:>6} {:>6}\n",
                 if i == 0 { r.name.as_str() } else { "" },
                 c.metric.name(),
                 fmt_value(c.metric, c.real_median()),
                 format!("[{}-{}]", fmt_value(c.metric, lo), fmt_value(c.metric, hi)),
                 fmt_value(c.metric, c.sim_median()),
+                format!("[{}-{}]", fmt_value(c.metric, sim_lo), fmt_value(c.metric, sim_hi)),
                 err,
                 if c.inside_real_range() { "in" } else { "out" },
                 verdict(c, t)
@@ -671,10 +683,11 @@ pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
                 .iter()
                 .map(|c| {
                     let (lo, hi) = c.real_range();
+                    let (sim_lo, sim_hi) = c.sim_range();
                     json!({
                         "metric": c.metric.name(),
                         "real": c.real, "real_median": c.real_median(), "real_min": lo, "real_max": hi,
-                        "sim": c.sim, "sim_median": c.sim_median(),
+                        "sim": c.sim, "sim_median": c.sim_median(), "sim_min": sim_lo, "sim_max": sim_hi,
                         "error_pct": c.error_pct(),
                         "inside_real_range": c.inside_real_range(),
                         "within_tolerance": c.within(t),

@@ -70,7 +70,7 @@ fn validate_prints_every_column_for_every_row() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let head = out.lines().find(|l| l.starts_with("row ")).expect("a column header");
-    for col in ["metric", "real median", "[real min-max]", "simulated", "error", "range", "agree"] {
+    for col in ["metric", "real median", "[real min-max]", "simulated", "[sim min-max]", "error", "range", "agree"] {
         assert!(head.contains(col), "column {col} missing: {head}");
     }
     for row in ["messaging pipe process g=1", "pipe thread", "schbench"] {
