@@ -42,7 +42,7 @@ const POLICIES: &[&str] = &[
     "4bsd",
 ];
 
-const MACHINES: &[&str] = &["broadwell-ep", "cascadelake", "zen1", "kvm-haswell", "rpi5"];
+const MACHINES: &[&str] = &["broadwell-ep", "cascadelake", "zen1", "kvm-haswell", "rpi5", "epyc-kvm"];
 
 /// One drawn scenario. Workloads: hackbench (both IPCs and modes), pipe,
 /// schbench, stress-ng's pipe stressor, tbench, make, pft and groupmix.

@@ -11,6 +11,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("zen1", include_str!("../../../machines/zen1.toml")),
     ("kvm-haswell", include_str!("../../../machines/kvm-haswell.toml")),
     ("rpi5", include_str!("../../../machines/rpi5.toml")),
+    ("epyc-kvm", include_str!("../../../machines/epyc-kvm.toml")),
 ];
 
 /// The shipped profile of each topology preset's machine.
