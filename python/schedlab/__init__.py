@@ -48,7 +48,7 @@ SOURCE_REVISION: str = _native.SOURCE_REVISION
 Scalar = Union[str, int, float, bool]
 
 #: Column order of ``RunResult.tasks``.
-TASK_COLUMNS = ["pid", "comm", "run_ns", "user_ns", "sys_ns", "wait_ns", "sleep_ns", "switches", "migrations"]
+TASK_COLUMNS = ["pid", "comm", "run_ns", "user_ns", "sys_ns", "wait_ns", "sleep_ns", "switches", "involuntary", "migrations"]
 #: Leading columns of ``RunResult.cpus`` (the rest follow by name).
 CPU_COLUMNS = [
     "cpu", "yld_count", "sched_count", "sched_goidle", "ttwu_count", "ttwu_local", "run_ns", "wait_ns", "timeslices",
@@ -110,7 +110,8 @@ class RunResult:
 
     @property
     def tasks(self) -> pd.DataFrame:
-        """One row per task: pid, comm, run/user/sys/wait/sleep ns, switches, migrations."""
+        """One row per task: pid, comm, run/user/sys/wait/sleep ns, switches (of them
+        involuntary: switched out while still runnable, ru_nivcsw), migrations."""
         return _ordered(pd.DataFrame(self.summary["tasks"], columns=TASK_COLUMNS), TASK_COLUMNS)
 
     @property

@@ -182,6 +182,9 @@ pub fn median(v: &[f64]) -> f64 {
 pub enum Metric {
     ElapsedS,
     Switches,
+    /// The part of the switches where the task was still runnable (preempted):
+    /// shown beside them, not judged, to say which kind differs.
+    Involuntary,
     Migrations,
     WakeupP50Us,
     WakeupP99Us,
@@ -193,6 +196,7 @@ impl Metric {
         match self {
             Metric::ElapsedS => "elapsed_s",
             Metric::Switches => "context_switches",
+            Metric::Involuntary => "involuntary_switches",
             Metric::Migrations => "cpu_migrations",
             Metric::WakeupP50Us => "wakeup_p50_us",
             Metric::WakeupP99Us => "wakeup_p99_us",
@@ -204,10 +208,15 @@ impl Metric {
     /// elapsed time says nothing: its latencies do.
     pub fn for_workload(w: &Workload) -> &'static [Metric] {
         match w {
-            Workload::Schbench(_) => {
-                &[Metric::Switches, Metric::Migrations, Metric::WakeupP50Us, Metric::WakeupP99Us, Metric::RequestP99Us]
-            }
-            _ => &[Metric::ElapsedS, Metric::Switches, Metric::Migrations],
+            Workload::Schbench(_) => &[
+                Metric::Switches,
+                Metric::Involuntary,
+                Metric::Migrations,
+                Metric::WakeupP50Us,
+                Metric::WakeupP99Us,
+                Metric::RequestP99Us,
+            ],
+            _ => &[Metric::ElapsedS, Metric::Switches, Metric::Involuntary, Metric::Migrations],
         }
     }
 
@@ -218,6 +227,7 @@ impl Metric {
         match self {
             Metric::ElapsedS => Some(r.elapsed_ns as f64 / 1e9),
             Metric::Switches => Some(r.context_switches as f64),
+            Metric::Involuntary => r.involuntary_switches.map(|n| n as f64),
             Metric::Migrations => r.cpu_migrations.map(|m| m as f64),
             Metric::WakeupP50Us => lat("wakeup", |l| l.p50_ns),
             Metric::WakeupP99Us => lat("wakeup", |l| l.p99_ns),
@@ -230,6 +240,7 @@ impl Metric {
         match self {
             Metric::ElapsedS => Some(r.elapsed_ns() as f64 / 1e9),
             Metric::Switches => Some(r.tasks.iter().map(|t| t.switches).sum::<u64>() as f64),
+            Metric::Involuntary => Some(r.tasks.iter().map(|t| t.involuntary).sum::<u64>() as f64),
             Metric::Migrations => Some(r.tasks.iter().map(|t| t.migrations).sum::<u64>() as f64),
             Metric::WakeupP50Us => q(WAKEUP_LATENCY, 0.5),
             Metric::WakeupP99Us => q(WAKEUP_LATENCY, 0.99),
@@ -641,7 +652,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         t.migrations_min
     );
     out.push_str(&format!(
-        "{:<30} {:<17} {:>12} {:>25} {:>12} {:>25} {:>8} {:>6} {:>6}\n",
+        "{:<30} {:<20} {:>12} {:>25} {:>12} {:>25} {:>8} {:>6} {:>6}\n",
         "row", "metric", "real median", "[real min-max]", "simulated", "[sim min-max]", "error", "range", "agree"
     ));
     for r in rows {
@@ -650,7 +661,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
             let (sim_lo, sim_hi) = c.sim_range();
             let err = c.error_pct().map_or_else(|| "-".to_string(), |e| format!("{e:+.0}%"));
             out.push_str(&format!(
-                "{:<30} {:<17} {:>12} {:>25} {:>12} {:>25} {:>8} {:>6} {:>6}\n",
+                "{:<30} {:<20} {:>12} {:>25} {:>12} {:>25} {:>8} {:>6} {:>6}\n",
                 if i == 0 { r.name.as_str() } else { "" },
                 c.metric.name(),
                 fmt_value(c.metric, c.real_median()),
@@ -668,7 +679,8 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
     );
     for (m, judged, ok, mae) in summary_lines(rows, t) {
         let mae = mae.map_or_else(|| "-".to_string(), |e| format!("{e:.0}%"));
-        out.push_str(&format!("  {:<17} mean |error| {:>6}   within tolerance {ok}/{judged}\n", m.name(), mae));
+        let verdict = if judged == 0 { "not judged".to_string() } else { format!("within tolerance {ok}/{judged}") };
+        out.push_str(&format!("  {:<20} mean |error| {:>6}   {verdict}\n", m.name(), mae));
     }
     out
 }

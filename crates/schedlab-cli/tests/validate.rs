@@ -132,7 +132,12 @@ fn validate_json_and_csv_carry_every_run() {
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "row,workload,metric,side,run,value");
-    assert_eq!(lines.len(), 1 + 3 * 2, "three metrics, real and sim, one run each:\n{out}");
+    assert_eq!(
+        lines.len(),
+        1 + 4 * 2,
+        "four metrics (elapsed, switches, involuntary switches, migrations), real and sim, one run each:\n{out}"
+    );
+    assert!(out.contains(",involuntary_switches,real,1,"), "{out}");
 }
 
 #[test]

@@ -249,6 +249,8 @@ pub struct TaskSummary {
     pub wait_ns: u64,
     pub sleep_ns: u64,
     pub switches: u64,
+    /// Of the switches out, those while still runnable (`ru_nivcsw`).
+    pub involuntary: u64,
     pub migrations: u64,
 }
 
@@ -489,6 +491,14 @@ impl Engine {
         }
     }
 
+    /// `__schedule()` counts a switch out of a task that did not block in its
+    /// `nivcsw` (getrusage()'s `ru_nivcsw`; `nvcsw` for the others).
+    fn count_involuntary(&mut self, p: TaskId, how: PrevState) {
+        if matches!(how, PrevState::Running | PrevState::Preempted) {
+            self.sys.tasks[p].involuntary += 1;
+        }
+    }
+
     /// A background thread still runnable or running (after the workload ended,
     /// the run goes on until none is, waking none of them again).
     fn background_awake(&self) -> bool {
@@ -625,6 +635,7 @@ impl Engine {
             sleep_ns: 0,
             slept_at_ns: self.sys.now_ns,
             switches: 0,
+            involuntary: 0,
             migrations: 0,
         });
         let working_set_bytes = program.working_set_bytes();
@@ -1059,6 +1070,7 @@ impl Engine {
                 self.sys.stats[cpu].idle_entries += 1;
                 if let Some(p) = prev {
                     let st = prev_state.unwrap_or(PrevState::Sleeping);
+                    self.count_involuntary(p, st);
                     self.emit(cpu, TraceKind::Switch { prev: Some(p), prev_state: st, next: None });
                     self.sys.charge(cpu, Charge::Sched, self.sys.cost.context_switch_ns);
                 }
@@ -1086,6 +1098,9 @@ impl Engine {
                     self.sys.mark_waiting(p);
                 }
                 let prev_state = if prev.is_some() { prev_state.unwrap_or(PrevState::Sleeping) } else { PrevState::Running };
+                if let Some(p) = prev {
+                    self.count_involuntary(p, prev_state);
+                }
                 self.emit(cpu, TraceKind::Switch { prev, prev_state, next: Some(n) });
                 self.sys.charge(cpu, Charge::Sched, self.sys.cost.context_switch_ns);
                 if was_idle {
@@ -1982,6 +1997,7 @@ impl Engine {
                 wait_ns: t.wait_ns,
                 sleep_ns: t.sleep_ns,
                 switches: t.switches,
+                involuntary: t.involuntary,
                 migrations: t.migrations,
             })
             .collect();

@@ -75,6 +75,9 @@ pub struct Task {
     pub sleep_ns: u64,
     pub slept_at_ns: u64,
     pub switches: u64,
+    /// Switched out while still runnable (preempted, or yielding): getrusage()'s
+    /// `ru_nivcsw`, the kernel's `nivcsw`.
+    pub involuntary: u64,
     pub migrations: u64,
 }
 

@@ -243,7 +243,7 @@ pub fn json(spec: &RunSpec, r: &RunResult) -> String {
         "tasks": r.tasks.iter().map(|t| json!({
             "pid": t.pid, "comm": t.comm, "run_ns": t.run_ns, "user_ns": t.user_ns, "sys_ns": t.sys_ns,
             "wait_ns": t.wait_ns, "sleep_ns": t.sleep_ns,
-            "switches": t.switches, "migrations": t.migrations,
+            "switches": t.switches, "involuntary": t.involuntary, "migrations": t.migrations,
         })).collect::<Vec<_>>(),
         "irq_off": irq_off_json(&r.irq_off),
         "events": r.events,

@@ -391,3 +391,26 @@ fn a_task_refills_what_others_pushed_out_of_its_caches() {
     let with_b = a_after_sleep(Some(cache), true);
     assert_eq!(with_b, a_after_sleep(None, true) + 8704);
 }
+
+/// A switch out of a task that is still runnable is involuntary (getrusage()'s
+/// ru_nivcsw): two CPU-bound tasks sharing one CPU under CFS preempt each other
+/// at the tick, while a task that only sleeps never is.
+#[test]
+fn preempted_switches_are_involuntary_and_sleeps_are_not() {
+    let child = Script::new(vec![Op::Compute { ns: 50_000_000 }]);
+    let sleeper = Script::new(vec![Op::Sleep { ns: 1_000_000 }, Op::Sleep { ns: 1_000_000 }]);
+    let ops = vec![
+        Op::Fork { kind: ForkKind::Thread, comm: Some("hog".into()), program: Box::new(child) },
+        Op::Fork { kind: ForkKind::Thread, comm: Some("sleeper".into()), program: Box::new(sleeper) },
+        Op::Compute { ns: 50_000_000 },
+    ];
+    let policy = schedlab_policies::policy_by_name("cfs@4.19", &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let topo = Topology::parse("1x1x1x1").unwrap();
+    let r = Engine::new(topo, common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops))).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let by = |comm: &str| r.tasks.iter().find(|t| t.comm == comm).unwrap();
+    assert!(by("main").involuntary >= 5 && by("hog").involuntary >= 5, "{:?}", r.tasks);
+    assert!(by("main").involuntary < by("main").switches, "{:?}", by("main"));
+    assert_eq!(by("sleeper").involuntary, 0, "{:?}", by("sleeper"));
+}

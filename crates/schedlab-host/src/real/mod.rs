@@ -65,6 +65,11 @@ pub struct RealResult {
     /// The workload's own measured time (perf bench's "Total time"; schbench's window).
     pub elapsed_ns: u64,
     pub context_switches: u64,
+    /// Of them, the switches out of a task still runnable (preempted or
+    /// yielding): getrusage()'s ru_nivcsw of this process and its waited-for
+    /// children. None where getrusage() failed.
+    #[serde(default)]
+    pub involuntary_switches: Option<u64>,
     /// None where the migration counter was not available.
     pub cpu_migrations: Option<u64>,
     pub task_clock_ns: u64,
@@ -87,6 +92,16 @@ pub fn check_runnable(w: &Workload) -> Result<(), HostError> {
     }
 }
 
+/// ru_nivcsw of this process (all its threads) and of its waited-for children.
+fn involuntary_switches() -> Option<u64> {
+    let get = |who| {
+        // SAFETY: getrusage fills the struct it is given; both `who` values are valid.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        (unsafe { libc::getrusage(who, &mut u) } == 0).then_some(u.ru_nivcsw as u64)
+    };
+    Some(get(libc::RUSAGE_SELF)? + get(libc::RUSAGE_CHILDREN)?)
+}
+
 /// Restricts the calling thread (and so everything it creates) to `cpus`.
 pub fn set_cpus(cpus: &[usize]) -> Result<(), HostError> {
     let set = crate::sys::cpu_set_of(cpus).map_err(|e| HostError::new(format!("CPUs {cpus:?}"), e))?;
@@ -101,6 +116,7 @@ pub fn run_here(spec: &str, w: &Workload, cpus: Option<&[usize]>) -> Result<Real
         set_cpus(cpus)?;
     }
     let counters = TreeCounters::open();
+    let involuntary_before = involuntary_switches();
     let mut latencies = Vec::new();
     let elapsed_ns = match w {
         Workload::Hackbench(h) => hackbench::run(h)?,
@@ -114,10 +130,12 @@ pub fn run_here(spec: &str, w: &Workload, cpus: Option<&[usize]>) -> Result<Real
         _ => unreachable!("checked above"),
     };
     let c = counters.read()?;
+    let involuntary = involuntary_switches().zip(involuntary_before).map(|(after, before)| after.saturating_sub(before));
     Ok(RealResult {
         workload: spec.to_string(),
         elapsed_ns,
         context_switches: c.context_switches,
+        involuntary_switches: involuntary,
         cpu_migrations: c.cpu_migrations,
         task_clock_ns: c.task_clock_ns,
         counters: c.source.name().to_string(),
