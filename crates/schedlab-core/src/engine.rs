@@ -761,17 +761,15 @@ impl Engine {
                 let still_active = c.idle_start_ns > now;
                 // resched_curr() (kernel/sched/core.c, v6.18; the same since v3.16)
                 // and send_call_function_single_ipi() for the wake list: only an idle
-                // task inside do_idle() has TIF_POLLING_NRFLAG set, so a CPU still
-                // switching to it, and a halted one, take a real IPI
-                // (smp_send_reschedule()); on a halting machine (a KVM guest) that
-                // costs the sender a VM exit either way. A polling idle CPU only
-                // needs the flag written.
+                // task inside do_idle() has TIF_POLLING_NRFLAG set (do_idle(),
+                // kernel/sched/idle.c: "our polling bit is clear if we're not
+                // scheduled"), so a CPU still switching to it, and a halted one, take
+                // a real IPI (smp_send_reschedule()); a polling idle CPU only needs
+                // the flag written.
                 let noticed_at = if cpu == from || (self.sys.cost.idle_polls && !still_active) {
                     now
-                } else if still_active && !self.sys.cost.idle_polls {
-                    self.sys.send_ipi(from, 0, self.sys.cost.ipi_send_ns) + self.sys.cost.ipi_latency_ns
                 } else if still_active {
-                    now
+                    self.sys.send_ipi(from, 0, self.sys.cost.ipi_send_ns) + self.sys.cost.ipi_latency_ns
                 } else {
                     let send = self.sys.cost.ipi_send_idle_ns.unwrap_or(self.sys.cost.ipi_send_ns);
                     self.sys.send_ipi(from, 0, send) + self.sys.cost.ipi_latency_ns
