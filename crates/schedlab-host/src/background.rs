@@ -28,9 +28,19 @@ pub struct BackgroundSample {
 
 /// Records the host for `span` while this process sleeps, then summarises it.
 /// Needs root (tracefs). Threads of this process are left out.
+/// A signal during the recording removes the instance, then takes effect as it
+/// would have without this step (the command's own handling of it, or its end).
 pub fn measure(span: Duration, ncpus: usize) -> Result<BackgroundSample, HostError> {
-    signals::install();
     let own = own_tids();
+    let guard = signals::install_scoped();
+    let recorded = record(span);
+    guard.finish();
+    let (text, span_ns) = recorded?;
+    summarise(&text, span_ns, ncpus, &|pid| own.contains(&pid))
+}
+
+/// The recording itself: the instance is removed on every path out of here.
+fn record(span: Duration) -> Result<(String, u64), HostError> {
     let inst = Instance::open(4096)?;
     inst.set_on(true)?;
     let start = Instant::now();
@@ -42,9 +52,7 @@ pub fn measure(span: Duration, ncpus: usize) -> Result<BackgroundSample, HostErr
     if signals::interrupted() {
         return Err(HostError::new("recording the host's background threads", "interrupted"));
     }
-    let text = inst.read_trace()?;
-    drop(inst);
-    summarise(&text, span_ns, ncpus, &|pid| own.contains(&pid))
+    Ok((inst.read_trace()?, span_ns))
 }
 
 /// The thread ids of this process.
