@@ -530,7 +530,7 @@ impl Engine {
                 }
                 if self.workload_end.is_none() {
                     let now = self.sys.now_ns;
-                    self.workload_end = Some((now, self.snapshot_stats(now), self.sys.wasted_ns()));
+                    self.workload_end = Some(self.snapshot(now));
                 }
             }
             let Some((t, ev)) = self.queue.pop() else {
@@ -1875,7 +1875,7 @@ impl Engine {
     fn mark(&mut self, cpu: usize, label: u32) {
         let now = self.sys.now_ns + self.sys.pending_overhead_ns[cpu];
         self.marks.push((label, now));
-        let snap = (now, self.snapshot_stats(now), self.sys.wasted_ns());
+        let snap = self.snapshot(now);
         if label == MARK_START && self.window_start.is_none() {
             self.latency.reset();
             self.window_start = Some(snap);
@@ -1885,6 +1885,13 @@ impl Engine {
     }
 
     /// Stats with busy time brought up to `now`.
+    /// (now, the counters brought up to it, wasted core-time): what a window's
+    /// edge and the workload's end record.
+    fn snapshot(&mut self, now: u64) -> (u64, Vec<CpuStats>, u64) {
+        let stats = self.snapshot_stats(now);
+        (now, stats, self.sys.wasted_ns())
+    }
+
     fn snapshot_stats(&self, now: u64) -> Vec<CpuStats> {
         let mut s = self.sys.stats.clone();
         for (cpu, st) in s.iter_mut().enumerate() {
