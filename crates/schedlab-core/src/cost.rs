@@ -63,6 +63,26 @@ pub struct CacheProfile {
     pub dram_line_ps: u64,
 }
 
+/// Address-space switches on x86 with PCID (Linux 4.14+, `switch_mm_irqs_off()`,
+/// arch/x86/mm/tlb.c): each CPU keeps the TLB entries of its last few address
+/// spaces tagged by ASID; a switch to another one takes the next slot round robin
+/// (`choose_new_asid()`), flushes it, and the task then refills its TLB entries
+/// (page walks, nested ones in a guest) as it runs. Kernel threads borrow the
+/// address space they find (lazy TLB) and switch none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbProfile {
+    /// ASID slots per CPU: the kernel's `TLB_NR_DYN_ASIDS` (6 from v4.14 to
+    /// v6.18, arch/x86/include/asm/tlbflush.h); 0 for a CPU without PCID, where
+    /// every switch between address spaces flushes.
+    pub nr_dyn_asids: u32,
+    /// What a task switched in on a flushed ASID pays refilling its TLB entries,
+    /// beyond a switch that keeps them (`schedlab calibrate`: a sched_yield
+    /// rotation of more processes than slots on one CPU, less the same rotation
+    /// of threads of one process).
+    pub flush_refill_ns: u64,
+}
+
 /// CPU time charged for the scheduler's own searching, per unit of work.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -219,6 +239,10 @@ pub struct MachineProfile {
     /// again on the core it last ran on finds its working set warm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheProfile>,
+    /// ASID recycling on address-space switches; absent = a switch between
+    /// processes costs what `context_switch_ns` says however many take turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb: Option<TlbProfile>,
     /// Memory bandwidth of one NUMA node, MB/s (used by memory-bound workloads);
     /// absent: unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -288,6 +312,7 @@ impl MachineProfile {
             node_mem_bw_mbps: Some(50_000),
             smt_throughput_pct: None,
             cache: None,
+            tlb: None,
             background: Vec::new(),
         }
     }
@@ -370,6 +395,8 @@ impl MachineProfile {
             ("cache.llc_bytes", self.cache.as_ref().map(|c| c.llc_bytes), 1, 1 << 40, "bytes"),
             ("cache.llc_line_ps", self.cache.as_ref().map(|c| c.llc_line_ps), 0, 1_000_000_000, "ps"),
             ("cache.dram_line_ps", self.cache.as_ref().map(|c| c.dram_line_ps), 0, 1_000_000_000, "ps"),
+            ("tlb.nr_dyn_asids", self.tlb.as_ref().map(|t| u64::from(t.nr_dyn_asids)), 0, 4096, "slots"),
+            ("tlb.flush_refill_ns", self.tlb.as_ref().map(|t| t.flush_refill_ns), 0, OP_NS, "ns"),
         ];
         let given = optional.into_iter().filter_map(|(f, v, lo, hi, unit)| v.map(|v| (f, v, lo, hi, unit)));
         for (field, v, lo, hi, unit) in fields.into_iter().chain(given) {
@@ -429,6 +456,19 @@ mod tests {
         let e = MachineProfile::from_toml(&zero, "x.toml").unwrap_err();
         assert_eq!(e.field, "cache.l2_bytes");
         assert_eq!(e.value, "0");
+    }
+
+    #[test]
+    fn a_tlb_section_is_optional_round_trips_and_is_checked() {
+        assert_eq!(MachineProfile::from_toml(BROADWELL, "broadwell-ep.toml").unwrap().tlb, None);
+        let with = format!("{BROADWELL}\n[tlb]\nnr_dyn_asids = 6\nflush_refill_ns = 260\n");
+        let p = MachineProfile::from_toml(&with, "x.toml").unwrap();
+        assert_eq!(p.tlb, Some(TlbProfile { nr_dyn_asids: 6, flush_refill_ns: 260 }));
+        assert_eq!(MachineProfile::from_toml(&p.to_toml(), "again.toml").unwrap(), p);
+        let e = MachineProfile::from_toml(&with.replace("nr_dyn_asids = 6", "nr_dyn_asids = 5000"), "x.toml").unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tlb.nr_dyn_asids", "5000"));
+        let e = MachineProfile::from_toml(&with.replace("= 260", "= 20000000"), "x.toml").unwrap_err();
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tlb.flush_refill_ns", "20000000"));
     }
 
     /// Background threads round-trip through TOML (as calibrate writes them), and

@@ -378,6 +378,41 @@ pub struct Engine {
     /// Bytes of working sets brought into each core's private cache and each LLC
     /// so far (the reuse model's clocks; see `cold_refill_ns`).
     cache_in: (Vec<u64>, Vec<u64>),
+    /// Each CPU's ASID slots (the profile's `[tlb]`; empty without it).
+    tlb: Vec<CpuTlb>,
+}
+
+/// One CPU's TLB tagging (x86 `cpu_tlbstate`, arch/x86/mm/tlb.c v6.18): the
+/// address space loaded (`loaded_mm`; a kernel thread keeps its predecessor's,
+/// lazy TLB), the one owning each ASID slot (`ctxs[].ctx_id`) and the next slot
+/// to hand out (`next_asid`). Address spaces are named by tgid.
+#[derive(Clone, Debug)]
+struct CpuTlb {
+    loaded: Option<u32>,
+    ctxs: Vec<Option<u32>>,
+    next_asid: usize,
+}
+
+impl CpuTlb {
+    /// `switch_mm_irqs_off()` to `mm`: true when the switch flushes the ASID it
+    /// lands on (`choose_new_asid()` found no slot of `mm` and took the next one
+    /// round robin; without slots, every switch between address spaces flushes).
+    fn switch_mm(&mut self, mm: u32) -> bool {
+        if self.loaded.replace(mm) == Some(mm) {
+            return false;
+        }
+        if self.ctxs.contains(&Some(mm)) {
+            return false;
+        }
+        if !self.ctxs.is_empty() {
+            if self.next_asid >= self.ctxs.len() {
+                self.next_asid = 0;
+            }
+            self.ctxs[self.next_asid] = Some(mm);
+            self.next_asid += 1;
+        }
+        true
+    }
 }
 
 impl Engine {
@@ -396,6 +431,7 @@ impl Engine {
         let nodes = topo.node_cpus.len();
         let (ncores, nllcs) = (topo.core_cpus.len(), topo.llc_cpus.len());
         let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.map_or(0, |mb| mb.saturating_mul(1_000_000)));
+        let tlb_slots = cost.tlb.as_ref().map(|t| t.nr_dyn_asids as usize);
         let mut sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         sys.preempt = cfg.preempt;
         let mut e = Engine {
@@ -433,6 +469,10 @@ impl Engine {
             util_buckets: vec![Vec::new(); ncpus],
             util_bucket_ns: cfg.util_bucket_ns.unwrap_or(0),
             cache_in: (vec![0; ncores], vec![0; nllcs]),
+            tlb: match tlb_slots {
+                Some(slots) => vec![CpuTlb { loaded: None, ctxs: vec![None; slots], next_asid: 0 }; ncpus],
+                None => Vec::new(),
+            },
             cfg,
         };
         e.policy.init(&mut e.sys);
@@ -1149,11 +1189,27 @@ impl Engine {
         if !only_rechecks {
             self.move_working_set(n, cpu);
         }
+        self.switch_mm(n, cpu);
         self.sys.curr[cpu] = Some(n);
         if self.exec[n].home_node.is_none() {
             self.exec[n].home_node = Some(self.sys.topo.cpus[cpu].node as usize);
         }
         self.run_next(cpu);
+    }
+
+    /// The address-space half of a switch to task `n` on `cpu` (with a `[tlb]`
+    /// profile): a flushed ASID leaves `n` its TLB entries to refill as it runs.
+    /// Background threads are taken as kernel threads, which borrow the loaded
+    /// address space (`enter_lazy_tlb()`).
+    fn switch_mm(&mut self, n: TaskId, cpu: usize) {
+        if self.tlb.is_empty() || self.exec[n].background {
+            return;
+        }
+        let mm = self.sys.tasks[n].tgid;
+        if self.tlb[cpu].switch_mm(mm) {
+            let refill = self.sys.cost.tlb.as_ref().map_or(0, |t| t.flush_refill_ns);
+            self.exec[n].refill_ns += refill;
+        }
     }
 
     /// Task `n` runs on `cpu`: the refill it owes for bringing its working set

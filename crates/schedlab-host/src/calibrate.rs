@@ -27,7 +27,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::background;
 use crate::sys::{cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, write_all};
-use schedlab_core::cost::{BackgroundThreads, MachineProfile, MigrationCost, SchedOpCost};
+use schedlab_core::cost::{BackgroundThreads, MachineProfile, MigrationCost, SchedOpCost, TlbProfile};
 
 /// What `schedlab calibrate` was asked for.
 pub struct CalibrateOptions {
@@ -187,6 +187,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         ));
         v
     };
+
+    let tlb = tlb_profile(host.cpu_a, &plan, &mut notes)?;
 
     // Two processes pinned to one CPU ping-pong a byte over two pipes: per round trip
     // 2 (write + read) + 2 wakeups + 2 context switches. The blocking read's extra work
@@ -487,8 +489,114 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         // Not measured: a host run cannot isolate one core's two threads reliably.
         smt_throughput_pct: None,
         cache: None,
+        tlb,
         background,
     })
+}
+
+/// How many tasks take turns on one CPU to measure ASID recycling: twice the
+/// kernel's slots, so that every switch lands on an address space whose slot was
+/// taken since it last ran.
+const ASID_ROTATION_TASKS: usize = 2 * TLB_NR_DYN_ASIDS as usize;
+
+/// `TLB_NR_DYN_ASIDS` (arch/x86/include/asm/tlbflush.h, v4.14 to v6.18).
+const TLB_NR_DYN_ASIDS: u32 = 6;
+
+/// The `[tlb]` section on x86-64: the kernel's ASID slots (or none without PCID)
+/// and the refill a switch onto a flushed ASID costs, measured as a sched_yield
+/// rotation of `ASID_ROTATION_TASKS` processes on one CPU less the same rotation
+/// of threads of this process (one address space, no switch_mm). Elsewhere (other
+/// architectures allocate ASIDs globally, without per-switch flushes at these
+/// scales) no section.
+fn tlb_profile(cpu: usize, plan: &Plan, notes: &mut Notes) -> Result<Option<TlbProfile>> {
+    if !cfg!(target_arch = "x86_64") {
+        return Ok(None);
+    }
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let pcid = flags.lines().filter(|l| l.starts_with("flags")).any(|l| l.split_whitespace().any(|f| f == "pcid"));
+    let nr_dyn_asids = if pcid { TLB_NR_DYN_ASIDS } else { 0 };
+    let threads = yield_rotation_ns(cpu, plan, false)?;
+    let processes = yield_rotation_ns(cpu, plan, true)?;
+    let (Some(threads), Some(processes)) = (threads, processes) else {
+        notes.estimated(format!(
+            "tlb: left out: a sched_yield rotation of {ASID_ROTATION_TASKS} tasks on one CPU did not take turns here"
+        ));
+        return Ok(None);
+    };
+    let flush_refill_ns = floor((processes - threads).max(0.0), 10);
+    notes.measured(format!(
+        "tlb.nr_dyn_asids = {nr_dyn_asids}: TLB_NR_DYN_ASIDS of arch/x86 Linux 4.14+ (this CPU {} PCID); \
+         tlb.flush_refill_ns = {flush_refill_ns}: a sched_yield rotation of {ASID_ROTATION_TASKS} processes on \
+         one CPU {processes:.0} ns per switch, of {ASID_ROTATION_TASKS} threads of one process {threads:.0} ns",
+        if pcid { "has" } else { "has no" }
+    ));
+    Ok(Some(TlbProfile { nr_dyn_asids, flush_refill_ns }))
+}
+
+/// Time per switch of `ASID_ROTATION_TASKS` tasks taking turns with sched_yield on
+/// `cpu`: this thread and the others as processes (each its own address space) or
+/// as threads of this process. None when they do not take turns (this thread
+/// switched out less than 0.9 times per yield).
+fn yield_rotation_ns(cpu: usize, plan: &Plan, processes: bool) -> Result<Option<f64>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    pin_current_thread(cpu)?;
+    let others = ASID_ROTATION_TASKS - 1;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut children = Vec::new();
+    let mut threads = Vec::new();
+    if processes {
+        let set = cpu_set_of(&[cpu])?;
+        for _ in 0..others {
+            children.push(Child::fork(|| {
+                // SAFETY: raw system calls only.
+                unsafe {
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                        return;
+                    }
+                    loop {
+                        libc::sched_yield();
+                    }
+                }
+            })?);
+        }
+    } else {
+        for _ in 0..others {
+            let flag = Arc::clone(&stop);
+            // Threads inherit this thread's single-CPU affinity.
+            let spawned = std::thread::Builder::new().spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    // SAFETY: sched_yield has no preconditions.
+                    unsafe { libc::sched_yield() };
+                }
+            });
+            match spawned {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(anyhow!("spawning a yielding thread: {e}"));
+                }
+            }
+        }
+    }
+    let sched_yield = || {
+        // SAFETY: sched_yield has no preconditions.
+        unsafe { libc::sched_yield() };
+        Ok(())
+    };
+    let iters = (plan.pingpong_iters / ASID_ROTATION_TASKS).max(10);
+    let before = thread_switches();
+    let per_turn = time_per_op(plan.reps, iters, sched_yield);
+    let after = thread_switches();
+    stop.store(true, Ordering::Relaxed);
+    for h in threads {
+        let _ = h.join();
+    }
+    drop(children);
+    let per_turn = per_turn?;
+    let calls = (iters / 10).max(1) + plan.reps * iters;
+    let switches_per_yield = (after? - before?) as f64 / calls as f64;
+    Ok((switches_per_yield > 0.9).then(|| per_turn / ASID_ROTATION_TASKS as f64))
 }
 
 /// The host's background threads, from a recording of it while calibrate sleeps

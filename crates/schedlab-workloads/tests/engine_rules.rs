@@ -414,3 +414,37 @@ fn preempted_switches_are_involuntary_and_sleeps_are_not() {
     assert!(by("main").involuntary < by("main").switches, "{:?}", by("main"));
     assert_eq!(by("sleeper").involuntary, 0, "{:?}", by("sleeper"));
 }
+
+/// One CPU: three children (processes or threads) each computing 10 us and
+/// sleeping 1 ms three times, so they take turns, and a fourth run to exit.
+/// Returns each child's run time.
+fn rotation_run_ns(kind: ForkKind, tlb: Option<schedlab_core::cost::TlbProfile>) -> Vec<u64> {
+    let mut ops = Vec::new();
+    for comm in ["a", "b", "c"] {
+        let body = (0..3).flat_map(|_| [Op::Compute { ns: 10_000 }, Op::Sleep { ns: 1_000_000 }]).collect();
+        ops.push(Op::Fork { kind, comm: Some(comm.into()), program: Box::new(Script::new(body)) });
+    }
+    ops.extend([Op::WaitChild, Op::WaitChild, Op::WaitChild]);
+    let mut profile = common::unit_profile();
+    profile.tlb = tlb;
+    let r = run_script_on("1x1x1x1", profile, ops);
+    ["a", "b", "c"].iter().map(|c| r.tasks.iter().find(|t| t.comm == *c).unwrap().run_ns).collect()
+}
+
+#[test]
+fn a_switch_onto_a_recycled_asid_refills_the_tlb() {
+    use schedlab_core::cost::TlbProfile;
+    let tlb = |slots| Some(TlbProfile { nr_dyn_asids: slots, flush_refill_ns: 1000 });
+    let base = rotation_run_ns(ForkKind::Process, None);
+    let plus = |ns: u64| base.iter().map(|b| b + ns).collect::<Vec<_>>();
+    // Two slots for three processes taking turns (and the parent): each of the
+    // four runs of each lands on a slot another address space took since.
+    assert_eq!(rotation_run_ns(ForkKind::Process, tlb(2)), plus(4000));
+    // No PCID: every switch between address spaces flushes, the same here.
+    assert_eq!(rotation_run_ns(ForkKind::Process, tlb(0)), plus(4000));
+    // Four slots hold all four address spaces: only each child's first run refills.
+    assert_eq!(rotation_run_ns(ForkKind::Process, tlb(4)), plus(1000));
+    // Threads share their process's address space: no switch_mm between them.
+    let threads = rotation_run_ns(ForkKind::Thread, None);
+    assert_eq!(rotation_run_ns(ForkKind::Thread, tlb(2)), threads);
+}
