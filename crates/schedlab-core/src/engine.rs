@@ -1250,9 +1250,12 @@ impl Engine {
             // `wait_event_interruptible_exclusive()` (the ring indexes' line, which
             // holds the wait queues' locks too) and sleeps again, without the mutex;
             // otherwise the body runs again under the mutex.
+            // Back from a wait on a pipe or socket: the waiting side's own cost
+            // (`wait_ns`), then the retry.
+            let wait = if matches!(op, Op::Read { .. } | Op::Write { .. } | Op::Poll { .. }) { self.sys.cost.wait_ns } else { 0 };
             if let Some(chan) = self.pipe_wait_recheck_fails(op) {
                 // A refill owed (see switch_in) waits for a run that does the work.
-                let cost = self.pipe_line_ns(cpu, chan);
+                let cost = self.pipe_line_ns(cpu, chan) + wait;
                 let owed = std::mem::take(&mut self.exec[p].refill_ns);
                 self.start_segment(cpu, p, cost, true);
                 self.exec[p].refill_ns = owed;
@@ -1260,8 +1263,8 @@ impl Engine {
             }
             let cost = self.op_cost(op, false);
             let access = Self::pipe_access(op);
-            let cost = cost + self.pipe_mutex_ns(cpu, p, access, 0, cost) + self.ipc_extra_ns(cpu, access);
-            self.start_segment(cpu, p, cost, true);
+            let cost = cost + self.pipe_mutex_ns(cpu, p, access, wait, cost) + self.ipc_extra_ns(cpu, access);
+            self.start_segment(cpu, p, wait + cost, true);
             return;
         }
         let mut guard = 0u32;

@@ -203,6 +203,21 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
          round trip; (rtt - 2 x in-process write+read)/2 - context switch"
     ));
 
+    // A ring of threads on one CPU passing a byte through one pipe each: every hop
+    // is a write that wakes the next thread and a read that waits, so it prices
+    // the waiting side the ping-pong above mostly skips (there the woken side
+    // often preempts the writer before it waits: about 1.15 waits per round
+    // trip, not 2). What a hop costs beyond its calls, the wakeup and its
+    // switches is the wait, per wait (each wait is one voluntary switch).
+    let ring = pipe_ring(host.cpu_a, &plan)?;
+    let wait_ns = wait_ns_of(&ring, pipe_rw, pipe_op_ns, wakeup_ns, context_switch_ns);
+    notes.measured(format!(
+        "wait_ns = {wait_ns}: a ring of {PIPE_RING} threads on one CPU passing a byte through {PIPE_RING} pipes \
+         {:.0} ns per hop with {:.2} switches ({:.2} voluntary, one per wait); \
+         (hop - write+read - pipe_op - wakeup - switches x context switch) / waits",
+        ring.hop_ns, ring.switches_per_hop, ring.waits_per_hop
+    ));
+
     let exit_ns = floor((fork_total - fork_call - 2.0 * context_switch_ns as f64 - wakeup_ns as f64) / 2.0, 50);
     notes.measured(format!(
         "exit_ns = {exit_ns}: fork + child _exit + waitpid on one CPU {fork_total:.0} ns; \
@@ -469,6 +484,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         tcp_send_ns,
         tcp_recv_ns,
         wakeup_ns,
+        wait_ns,
         ipi_send_ns,
         ipi_latency_ns,
         ipi_receive_ns,
@@ -492,6 +508,97 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         tlb,
         background,
     })
+}
+
+/// Threads in calibrate's pipe ring (more than 2, so that no hop is a ping-pong).
+const PIPE_RING: usize = 8;
+
+/// A pipe ring's timing: per hop, its time, its context switches and the
+/// voluntary ones among them (the waits).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PipeRing {
+    hop_ns: f64,
+    switches_per_hop: f64,
+    waits_per_hop: f64,
+}
+
+/// `wait_ns` from a pipe ring: a hop is a 1-byte write and read (`pipe_rw`, the
+/// read's first attempt failing once more: `pipe_op_ns`), a wakeup, its switches
+/// and its waits; what is left is the waits' own cost, per wait.
+fn wait_ns_of(ring: &PipeRing, pipe_rw: f64, pipe_op_ns: u64, wakeup_ns: u64, context_switch_ns: u64) -> u64 {
+    if ring.waits_per_hop < 0.5 {
+        return 0;
+    }
+    let known = pipe_rw + pipe_op_ns as f64 + wakeup_ns as f64 + ring.switches_per_hop * context_switch_ns as f64;
+    floor((ring.hop_ns - known) / ring.waits_per_hop, 0)
+}
+
+/// `PIPE_RING` threads of this process pinned to `cpu` pass one byte round a ring
+/// of pipes: thread i reads pipe i and writes pipe i+1. The laps are timed on
+/// this thread (ring member 0) and the switches counted over the process. The
+/// ring ends by EOF: this thread closes its write end and each member, reading
+/// EOF, exits and closes its own.
+fn pipe_ring(cpu: usize, plan: &Plan) -> Result<PipeRing> {
+    pin_current_thread(cpu)?;
+    let mut reads = Vec::with_capacity(PIPE_RING);
+    let mut writes = Vec::with_capacity(PIPE_RING);
+    for _ in 0..PIPE_RING {
+        let (r, w) = pipe()?;
+        reads.push(Some(r));
+        writes.push(Some(w));
+    }
+    let mut members = Vec::new();
+    for i in 1..PIPE_RING {
+        let input = reads[i].take().expect("each read end is taken once");
+        let output = writes[(i + 1) % PIPE_RING].take().expect("each write end is taken once");
+        // Threads inherit this thread's single-CPU affinity.
+        let spawned = std::thread::Builder::new().spawn(move || {
+            let mut b = [0u8; 1];
+            while read_exact(input.as_raw_fd(), &mut b).is_ok() {
+                if write_all(output.as_raw_fd(), &b).is_err() {
+                    return;
+                }
+            }
+        });
+        match spawned {
+            Ok(h) => members.push(h),
+            // Dropping the ends taken so far ends the members started.
+            Err(e) => return Err(anyhow!("spawning a pipe ring thread: {e}")),
+        }
+    }
+    let input = reads[0].take().expect("ring member 0 reads pipe 0");
+    let output = writes[1].take().expect("ring member 0 writes pipe 1");
+    let lap = || -> Result<()> {
+        write_all(output.as_raw_fd(), b"x")?;
+        let mut b = [0u8; 1];
+        Ok(read_exact(input.as_raw_fd(), &mut b)?)
+    };
+    let laps = (plan.pingpong_iters / PIPE_RING).max(10);
+    let before = process_switches();
+    let per_lap = time_per_op(plan.reps, laps, lap);
+    let after = process_switches();
+    drop(output);
+    for h in members {
+        let _ = h.join();
+    }
+    let per_lap = per_lap?;
+    let ((vol0, all0), (vol1, all1)) = (before?, after?);
+    let hops = (((laps / 10).max(1) + plan.reps * laps) * PIPE_RING) as f64;
+    Ok(PipeRing {
+        hop_ns: per_lap / PIPE_RING as f64,
+        switches_per_hop: (all1 - all0) as f64 / hops,
+        waits_per_hop: (vol1 - vol0) as f64 / hops,
+    })
+}
+
+/// Voluntary and all context switches of this process's threads so far.
+fn process_switches() -> Result<(i64, i64)> {
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Err(os_err("getrusage"));
+    }
+    Ok((usage.ru_nvcsw, usage.ru_nvcsw + usage.ru_nivcsw))
 }
 
 /// How many tasks take turns on one CPU to measure ASID recycling: twice the
@@ -2036,6 +2143,19 @@ fn node_bandwidth_mbps(cpus: &[usize], total_bytes: usize, reps: usize) -> Resul
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_ring_hop_less_its_known_costs_is_the_wait() {
+        // 2941 ns a hop, 1.33 switches, one wait: 2941 - 500 (write+read) - 128
+        // (the read's failed first attempt) - 700 (wakeup) - 1.33 x 706 = 674.
+        let ring = PipeRing { hop_ns: 2941.0, switches_per_hop: 1.33, waits_per_hop: 1.0 };
+        assert_eq!(wait_ns_of(&ring, 500.0, 128, 700, 706), 674);
+        // Two waits a hop share what is left.
+        assert_eq!(wait_ns_of(&PipeRing { waits_per_hop: 2.0, ..ring }, 500.0, 128, 700, 706), 337);
+        // Nothing left, or a ring that did not wait: no cost.
+        assert_eq!(wait_ns_of(&PipeRing { hop_ns: 1500.0, ..ring }, 500.0, 128, 700, 706), 0);
+        assert_eq!(wait_ns_of(&PipeRing { waits_per_hop: 0.1, ..ring }, 500.0, 128, 700, 706), 0);
+    }
     use super::*;
 
     #[test]

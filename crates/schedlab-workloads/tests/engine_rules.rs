@@ -448,3 +448,28 @@ fn a_switch_onto_a_recycled_asid_refills_the_tlb() {
     let threads = rotation_run_ns(ForkKind::Thread, None);
     assert_eq!(rotation_run_ns(ForkKind::Thread, tlb(2)), threads);
 }
+
+/// One CPU: a child reads three messages that its parent writes 100 us apart,
+/// so each read waits. Returns the child's summary.
+fn waiting_reader(wait_ns: u64) -> schedlab_core::engine::TaskSummary {
+    let reader = Script::new((0..3).map(|_| Op::Read { chan: 0, bytes: 100 }).collect());
+    let mut ops = vec![Op::Pipe, Op::Fork { kind: ForkKind::Process, comm: Some("r".into()), program: Box::new(reader) }];
+    for _ in 0..3 {
+        ops.extend([Op::Sleep { ns: 100_000 }, Op::Write { chan: 0, bytes: 100 }]);
+    }
+    ops.push(Op::WaitChild);
+    let mut profile = common::unit_profile();
+    profile.wait_ns = wait_ns;
+    let r = run_script_on("1x1x1x1", profile, ops);
+    r.tasks.into_iter().find(|t| t.comm == "r").unwrap()
+}
+
+#[test]
+fn a_call_that_waited_pays_the_wait_when_it_runs_again() {
+    let free = waiting_reader(0);
+    let paid = waiting_reader(700);
+    // Three reads, each waiting once (a switch out and back per read).
+    assert_eq!(free.switches, paid.switches);
+    assert!(free.switches >= 4, "{free:?}");
+    assert_eq!(paid.sys_ns, free.sys_ns + 3 * 700, "{paid:?} vs {free:?}");
+}
