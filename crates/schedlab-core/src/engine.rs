@@ -1245,14 +1245,17 @@ impl Engine {
             return;
         }
         if let Some(op) = &self.exec[p].op {
-            // Retry of a system call that blocked. A pipe waiter woken into a pipe
-            // that still cannot serve it only re-checks the condition inside
+            // Retry of a system call that blocked. Back from a wait on a pipe or
+            // socket, the waiter first pays the waiting side's own cost
+            // (`wait_ns`: finish_wait and the re-entry, with the prepare_to_wait
+            // and schedule() before it). A pipe waiter woken into a pipe that
+            // still cannot serve it only re-checks the condition inside
             // `wait_event_interruptible_exclusive()` (the ring indexes' line, which
-            // holds the wait queues' locks too) and sleeps again, without the mutex;
-            // otherwise the body runs again under the mutex.
-            // Back from a wait on a pipe or socket: the waiting side's own cost
-            // (`wait_ns`), then the retry.
-            let wait = if matches!(op, Op::Read { .. } | Op::Write { .. } | Op::Poll { .. }) { self.sys.cost.wait_ns } else { 0 };
+            // holds the wait queues' locks too) and waits again, without the
+            // mutex; otherwise the body runs again under the mutex, taken after
+            // the wait's own work.
+            let waited_on_channel = matches!(op, Op::Read { .. } | Op::Write { .. } | Op::Poll { .. });
+            let wait = if waited_on_channel { self.sys.cost.wait_ns } else { 0 };
             if let Some(chan) = self.pipe_wait_recheck_fails(op) {
                 // A refill owed (see switch_in) waits for a run that does the work.
                 let cost = self.pipe_line_ns(cpu, chan) + wait;

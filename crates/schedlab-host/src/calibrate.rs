@@ -191,8 +191,9 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     let tlb = tlb_profile(host.cpu_a, &plan, &mut notes)?;
 
     // Two processes pinned to one CPU ping-pong a byte over two pipes: per round trip
-    // 2 (write + read) + 2 wakeups + 2 context switches. The blocking read's extra work
-    // (prepare_to_wait, finish_wait) counts as part of the wakeup.
+    // 2 (write + read) + 2 wakeups + 2 context switches. What the waiting side costs
+    // is priced apart (`wait_ns`, the ring below): here the woken side mostly
+    // preempts the writer before the writer waits.
     let rtt_same = {
         let child = EchoChild::spawn(host.cpu_a)?;
         time_per_op(plan.reps, plan.pingpong_iters, || child.round_trip())?
