@@ -48,15 +48,15 @@ pub fn run(traces: &[std::path::PathBuf], comm: Option<&str>) -> Result<(), Fail
             let (a, b) = one.span();
             println!("{} ({who}, {:.6} s of trace)", traces[0].display(), b.saturating_sub(a) as f64 / 1e9);
             for (figure, v) in one.figures() {
-                println!("  {figure:<26} {v:>12.1}");
+                println!("  {figure:<34} {v:>12.1}");
             }
         }
         [first, second] => {
             println!("{} against {} ({who})", traces[0].display(), traces[1].display());
-            println!("  {:<26} {:>12} {:>12} {:>9}", "figure", "first", "second", "2nd/1st");
+            println!("  {:<34} {:>12} {:>12} {:>9}", "figure", "first", "second", "2nd/1st");
             for d in compare(first, second) {
                 let ratio = if d.real == 0.0 { "-".to_string() } else { format!("{:.2}", d.sim / d.real) };
-                println!("  {:<26} {:>12.1} {:>12.1} {:>9}", d.figure, d.real, d.sim, ratio);
+                println!("  {:<34} {:>12.1} {:>12.1} {:>9}", d.figure, d.real, d.sim, ratio);
             }
         }
         _ => unreachable!("clap takes one or two traces"),

@@ -558,7 +558,7 @@ fn trace_comparison(dir: &Path, row: &SuiteRow, real_text: &str, sim: &SimSide) 
     let parse = |p: &Path| crate::trace_summary::summarise(p, &|c: &str| c.starts_with(comm));
     let (rs, ss) = (parse(&real_path)?, parse(&sim_path)?);
     let mut out = format!(
-        "\n{} — traces: {} (real, first run) and {} (simulated, seed 1)\n{:<26} {:>12} {:>12} {:>9}\n",
+        "\n{} — traces: {} (real, first run) and {} (simulated, seed 1)\n{:<34} {:>12} {:>12} {:>9}\n",
         row.name,
         real_path.display(),
         sim_path.display(),
@@ -569,7 +569,7 @@ fn trace_comparison(dir: &Path, row: &SuiteRow, real_text: &str, sim: &SimSide) 
     );
     for d in summary::compare(&rs, &ss) {
         let ratio = if d.real == 0.0 { "-".to_string() } else { format!("{:.2}", d.sim / d.real) };
-        out.push_str(&format!("{:<26} {:>12.1} {:>12.1} {:>9}\n", d.figure, d.real, d.sim, ratio));
+        out.push_str(&format!("{:<34} {:>12.1} {:>12.1} {:>9}\n", d.figure, d.real, d.sim, ratio));
     }
     Ok(out)
 }

@@ -1,12 +1,14 @@
 //! What a trace says a workload's tasks did, in numbers that compare across a
 //! real recording and a simulated one: per task, switches out, wakeups and
-//! migrations; over all kept tasks, run lengths (switch-in to switch-out) and
+//! migrations; over all kept tasks, run lengths (switch-in to switch-out),
 //! wakeup latencies (sched_waking, or sched_wakeup_new for a new task, to its
-//! switch-in). A summary is built one event at a time ([`TraceSummary::add`]), in
-//! memory that grows with the tasks, not with the trace: the distributions are
-//! histograms (3 significant figures).
+//! switch-in), preemptions (switches out of a task still runnable, and how long
+//! after its switch-in they came), and migrations by who moved the task (see
+//! [`MigrationKind`]). A summary is built one event at a time
+//! ([`TraceSummary::add`]), in memory that grows with the tasks, not with the
+//! trace: the distributions are histograms (3 significant figures).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hdrhistogram::Histogram;
 
@@ -17,8 +19,29 @@ use crate::{Event, Line};
 pub struct TaskTrace {
     pub comm: String,
     pub switches: u64,
+    /// Switches out while still runnable (`prev_state` R or R+): preemptions.
+    pub involuntary: u64,
     pub wakeups: u64,
     pub migrations: u64,
+}
+
+/// Who moved a task, read from a `sched_migrate_task` line: the task's state
+/// (asleep: the move is its wakeup's placement) and the context the line fired
+/// in (the irq-info column and the task running there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MigrationKind {
+    /// Placed on another CPU as it woke (select_task_rq at wakeup).
+    Wakeup,
+    /// A runnable task pulled in task context: a CPU going idle balancing from
+    /// schedule() (newidle), or a task moved by its own CPU's stopper.
+    TaskContext,
+    /// A runnable task pulled in interrupt context by a busy CPU (the periodic
+    /// balance in the scheduler softirq).
+    Interrupt,
+    /// A runnable task pulled by an idle CPU (idle or NOHZ idle balance: the
+    /// kernel runs it in the idle CPU's softirq, the simulation in the idle
+    /// CPU's schedule()).
+    IdleCpu,
 }
 
 /// The tasks a trace shows, by pid, restricted to those `keep` selects by comm.
@@ -31,8 +54,14 @@ pub struct TraceSummary {
     pub run_ns: Histogram<u64>,
     /// Wakeup latencies of the kept tasks, ns.
     pub wakeup_latency_ns: Histogram<u64>,
+    /// Switch-in to a switch out while still runnable (`prev_state` R), ns.
+    pub preempted_after_ns: Histogram<u64>,
+    /// The kept tasks' migrations by kind.
+    pub migration_kinds: BTreeMap<MigrationKind, u64>,
     running_since: BTreeMap<u32, u64>,
     woken_at: BTreeMap<u32, u64>,
+    /// Kept tasks last seen going to sleep, not woken since.
+    asleep: BTreeSet<u32>,
 }
 
 impl Default for TraceSummary {
@@ -43,8 +72,11 @@ impl Default for TraceSummary {
             span_ns: (u64::MAX, 0),
             run_ns: histogram(),
             wakeup_latency_ns: histogram(),
+            preempted_after_ns: histogram(),
+            migration_kinds: BTreeMap::new(),
             running_since: BTreeMap::new(),
             woken_at: BTreeMap::new(),
+            asleep: BTreeSet::new(),
         }
     }
 }
@@ -65,14 +97,26 @@ impl TraceSummary {
     pub fn add(&mut self, l: &Line, keep: &dyn Fn(&str) -> bool) {
         let ts = l.ts_ns;
         match &l.event {
-            Event::Switch { prev_comm, prev_pid, next_comm, next_pid, .. } => {
+            Event::Switch { prev_comm, prev_pid, prev_state, next_comm, next_pid, .. } => {
                 if self.touch(*prev_pid, prev_comm, ts, keep) {
-                    self.tasks.get_mut(prev_pid).expect("touched").switches += 1;
+                    let task = self.tasks.get_mut(prev_pid).expect("touched");
+                    task.switches += 1;
+                    let preempted = prev_state.starts_with('R');
+                    if preempted {
+                        task.involuntary += 1;
+                        self.asleep.remove(prev_pid);
+                    } else {
+                        self.asleep.insert(*prev_pid);
+                    }
                     if let Some(since) = self.running_since.remove(prev_pid) {
                         record(&mut self.run_ns, ts.checked_sub(since));
+                        if preempted {
+                            record(&mut self.preempted_after_ns, ts.checked_sub(since));
+                        }
                     }
                 }
                 if self.touch(*next_pid, next_comm, ts, keep) {
+                    self.asleep.remove(next_pid);
                     self.running_since.insert(*next_pid, ts);
                     if let Some(w) = self.woken_at.remove(next_pid) {
                         record(&mut self.wakeup_latency_ns, ts.checked_sub(w));
@@ -81,15 +125,31 @@ impl TraceSummary {
             }
             Event::Waking { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
                 self.woken_at.entry(*pid).or_insert(ts);
+                // Asleep until its sched_wakeup (a task first seen here was too).
+                self.asleep.insert(*pid);
             }
             Event::WakeupNew { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
                 self.woken_at.insert(*pid, ts);
             }
             Event::Wakeup { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
                 self.tasks.get_mut(pid).expect("touched").wakeups += 1;
+                self.asleep.remove(pid);
             }
             Event::MigrateTask { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
                 self.tasks.get_mut(pid).expect("touched").migrations += 1;
+                // The irq-info column's third character: h/s/H (hard or soft
+                // interrupt) or '.'; absent without irq-info (task context).
+                let in_interrupt = l.flags.chars().nth(2).is_some_and(|c| matches!(c, 'h' | 's' | 'H'));
+                let kind = if self.asleep.contains(pid) {
+                    MigrationKind::Wakeup
+                } else if l.pid == 0 {
+                    MigrationKind::IdleCpu
+                } else if !in_interrupt {
+                    MigrationKind::TaskContext
+                } else {
+                    MigrationKind::Interrupt
+                };
+                *self.migration_kinds.entry(kind).or_default() += 1;
             }
             _ => {}
         }
@@ -118,6 +178,10 @@ impl TraceSummary {
         self.tasks.values().map(f).sum()
     }
 
+    fn kind(&self, k: MigrationKind) -> f64 {
+        self.migration_kinds.get(&k).copied().unwrap_or(0) as f64
+    }
+
     /// The numbers [`compare`] puts side by side, by name: totals, then
     /// percentiles of run length and wakeup latency (µs), then the spread of
     /// switches across tasks.
@@ -130,6 +194,13 @@ impl TraceSummary {
             ("switches", self.sum(|t| t.switches) as f64),
             ("wakeups", self.sum(|t| t.wakeups) as f64),
             ("migrations", self.sum(|t| t.migrations) as f64),
+            ("migrations at wakeup", self.kind(MigrationKind::Wakeup)),
+            ("migrations pulled in task context", self.kind(MigrationKind::TaskContext)),
+            ("migrations pulled in interrupts", self.kind(MigrationKind::Interrupt)),
+            ("migrations pulled by an idle CPU", self.kind(MigrationKind::IdleCpu)),
+            ("involuntary switches", self.sum(|t| t.involuntary) as f64),
+            ("preempted after p50 us", us(&self.preempted_after_ns, 0.5)),
+            ("preempted after p90 us", us(&self.preempted_after_ns, 0.9)),
             ("run length p50 us", us(&self.run_ns, 0.5)),
             ("run length p90 us", us(&self.run_ns, 0.9)),
             ("run length p99 us", us(&self.run_ns, 0.99)),
@@ -219,6 +290,38 @@ mod tests {
         assert_eq!(s.wakeup_latency_ns.len(), 1);
         assert!(s.wakeup_latency_ns.equivalent(s.wakeup_latency_ns.max(), 20_000));
         assert_eq!(s.span(), (100_000_000_000, 100_000_050_000));
+    }
+
+    /// Preemptions and who moved whom: a wakeup's placement, a pull in task
+    /// context (newidle), in a busy CPU's softirq, by an idle CPU.
+    #[test]
+    fn preemptions_and_migration_kinds() {
+        let trace = format!(
+            "{TRACE}\
+          <idle>-0       [001] d..2.   100.000055: sched_wakeup: comm=hb pid=10 prio=120 target_cpu=001
+          <idle>-0       [001] d..2.   100.000056: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=10 next_prio=120
+              hb-10      [001] d..2.   100.000060: sched_switch: prev_comm=hb prev_pid=10 prev_prio=120 prev_state=R+ ==> next_comm=hb next_pid=12 next_prio=120
+              hb-12      [001] d.s2.   100.000070: sched_migrate_task: comm=hb pid=10 prio=120 orig_cpu=1 dest_cpu=1
+              hb-12      [001] d..2.   100.000080: sched_migrate_task: comm=hb pid=10 prio=120 orig_cpu=1 dest_cpu=0
+          <idle>-0       [000] d.s2.   100.000090: sched_migrate_task: comm=hb pid=10 prio=120 orig_cpu=0 dest_cpu=1
+"
+        );
+        let s = TraceSummary::of(&parse_trace(&trace).unwrap(), &|c| c == "hb");
+        // Task 10, woken and switched in at 100.000056, is preempted 4 us later.
+        assert_eq!(s.tasks[&10].involuntary, 1);
+        assert_eq!(s.preempted_after_ns.len(), 1);
+        assert!(s.preempted_after_ns.equivalent(s.preempted_after_ns.max(), 4_000));
+        // Task 11 moved as it woke (in TRACE); task 10, runnable, three times.
+        let kinds: Vec<(MigrationKind, u64)> = s.migration_kinds.iter().map(|(&k, &n)| (k, n)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (MigrationKind::Wakeup, 1),
+                (MigrationKind::TaskContext, 1),
+                (MigrationKind::Interrupt, 1),
+                (MigrationKind::IdleCpu, 1),
+            ]
+        );
     }
 
     /// Read as a stream, the trace gives the same summary as parsed whole.
