@@ -594,12 +594,7 @@ fn pipe_ring(cpu: usize, plan: &Plan) -> Result<PipeRing> {
 
 /// Voluntary and all context switches of this process's threads so far.
 fn process_switches() -> Result<(i64, i64)> {
-    // SAFETY: rusage is plain data; getrusage fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return Err(os_err("getrusage"));
-    }
-    Ok((usage.ru_nvcsw, usage.ru_nvcsw + usage.ru_nivcsw))
+    switches_of(libc::RUSAGE_SELF)
 }
 
 /// How many tasks take turns on one CPU to measure ASID recycling: twice the
@@ -654,19 +649,8 @@ fn yield_rotation_ns(cpu: usize, plan: &Plan, processes: bool) -> Result<Option<
     let mut children = Vec::new();
     let mut threads = Vec::new();
     if processes {
-        let set = cpu_set_of(&[cpu])?;
         for _ in 0..others {
-            children.push(Child::fork(|| {
-                // SAFETY: raw system calls only.
-                unsafe {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                        return;
-                    }
-                    loop {
-                        libc::sched_yield();
-                    }
-                }
-            })?);
+            children.push(fork_yielder(cpu)?);
         }
     } else {
         for _ in 0..others {
@@ -1412,8 +1396,19 @@ fn yield_switch_ns(cpu: usize, plan: &Plan) -> Result<(f64, f64, f64)> {
         Ok(())
     };
     let alone = time_per_op(plan.reps, plan.pingpong_iters, sched_yield)?;
+    let _child = fork_yielder(cpu)?;
+    let before = thread_switches()?;
+    let pair = time_per_op(plan.reps, plan.pingpong_iters, sched_yield)?;
+    let switches = (thread_switches()? - before) as f64;
+    let calls = (plan.pingpong_iters / 10).max(1) + plan.reps * plan.pingpong_iters;
+    Ok((alone, pair, switches / calls as f64))
+}
+
+/// A child process pinned to `cpu` that calls sched_yield() until killed.
+fn fork_yielder(cpu: usize) -> Result<Child> {
+    // Prepared before fork: the child may only make raw system calls.
     let set = cpu_set_of(&[cpu])?;
-    let _child = Child::fork(|| {
+    Child::fork(|| {
         // SAFETY: raw system calls only.
         unsafe {
             if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
@@ -1423,22 +1418,23 @@ fn yield_switch_ns(cpu: usize, plan: &Plan) -> Result<(f64, f64, f64)> {
                 libc::sched_yield();
             }
         }
-    })?;
-    let before = thread_switches()?;
-    let pair = time_per_op(plan.reps, plan.pingpong_iters, sched_yield)?;
-    let switches = (thread_switches()? - before) as f64;
-    let calls = (plan.pingpong_iters / 10).max(1) + plan.reps * plan.pingpong_iters;
-    Ok((alone, pair, switches / calls as f64))
+    })
 }
 
 /// Voluntary + involuntary context switches of the calling thread so far.
 fn thread_switches() -> Result<i64> {
+    Ok(switches_of(libc::RUSAGE_THREAD)?.1)
+}
+
+/// getrusage()'s voluntary and all context switches of `who` (RUSAGE_SELF or
+/// RUSAGE_THREAD).
+fn switches_of(who: libc::c_int) -> Result<(i64, i64)> {
     // SAFETY: rusage is plain data; getrusage fills it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
         return Err(os_err("getrusage"));
     }
-    Ok(usage.ru_nvcsw + usage.ru_nivcsw)
+    Ok((usage.ru_nvcsw, usage.ru_nvcsw + usage.ru_nivcsw))
 }
 
 /// Median parent-side fork() time and median fork-to-reaped time of a child that
