@@ -180,16 +180,21 @@ pub struct MachineProfile {
     /// Waker-side cost of `try_to_wake_up()` for a sleeping task (lock, enqueue,
     /// preemption check), excluding any search the policy charges separately.
     pub wakeup_ns: u64,
-    /// The waiting side of a blocking pipe or socket call, beyond its attempts'
+    /// The waiting side of a blocking pipe call, beyond its attempts'
     /// system-call and body costs: `prepare_to_wait_event()`, the dequeue and
     /// pick of the `schedule()` it sleeps in, and on its return `finish_wait()`
-    /// and the call's re-entry (fs/pipe.c `pipe_read()`/`pipe_write()`,
-    /// net/unix/af_unix.c `unix_stream_data_wait()`, v6.18). Paid by the waiting
+    /// and the call's re-entry (fs/pipe.c `pipe_read()`/`pipe_write()`, v6.18).
+    /// Paid by the waiting
     /// task when it runs again after the wakeup. `schedlab calibrate` measures it
     /// as a ring of 8 threads on one CPU passing a byte through 8 pipes (every
     /// hop one wakeup and one wait), less the hop's other costs; absent, 0.
     #[serde(default)]
     pub wait_ns: u64,
+    /// `wait_ns` for an AF_UNIX stream call (`unix_stream_data_wait()`, and
+    /// `sock_alloc_send_pskb()`'s wait for send buffer): the same ring over
+    /// socketpairs; absent, 0.
+    #[serde(default)]
+    pub unix_wait_ns: u64,
     /// Waker-side extra of a wakeup that enqueues the task on another CPU's
     /// runqueue while that CPU is busy (ttwu_queue → ttwu_do_activate under the
     /// remote rq lock; an idle target takes the wake list instead): the lock and
@@ -299,6 +304,7 @@ impl MachineProfile {
             tcp_recv_ns: 300,
             wakeup_ns: 200,
             wait_ns: 0,
+            unix_wait_ns: 0,
             wakeup_remote_ns: 0,
             ipi_send_ns: 100,
             ipi_send_idle_ns: None,
@@ -380,6 +386,7 @@ impl MachineProfile {
             ("wakeup_ns", self.wakeup_ns, 1, OP_NS, "ns"),
             ("wakeup_remote_ns", self.wakeup_remote_ns, 0, OP_NS, "ns"),
             ("wait_ns", self.wait_ns, 0, OP_NS, "ns"),
+            ("unix_wait_ns", self.unix_wait_ns, 0, OP_NS, "ns"),
             ("ipi_send_ns", self.ipi_send_ns, 0, OP_NS, "ns"),
             ("ipi_send_idle_ns", self.ipi_send_idle_ns.unwrap_or(0), 0, OP_NS, "ns"),
             ("ipi_latency_ns", self.ipi_latency_ns, 0, OP_NS, "ns"),

@@ -1246,16 +1246,23 @@ impl Engine {
         }
         if let Some(op) = &self.exec[p].op {
             // Retry of a system call that blocked. Back from a wait on a pipe or
-            // socket, the waiter first pays the waiting side's own cost
-            // (`wait_ns`: finish_wait and the re-entry, with the prepare_to_wait
-            // and schedule() before it). A pipe waiter woken into a pipe that
+            // AF_UNIX socket, the waiter first pays the waiting side's own cost
+            // (`wait_ns`, `unix_wait_ns`: finish_wait and the re-entry, with the
+            // prepare_to_wait and schedule() before it). A pipe waiter woken into a pipe that
             // still cannot serve it only re-checks the condition inside
             // `wait_event_interruptible_exclusive()` (the ring indexes' line, which
             // holds the wait queues' locks too) and waits again, without the
             // mutex; otherwise the body runs again under the mutex, taken after
             // the wait's own work.
-            let waited_on_channel = matches!(op, Op::Read { .. } | Op::Write { .. } | Op::Poll { .. });
-            let wait = if waited_on_channel { self.sys.cost.wait_ns } else { 0 };
+            let wait = match *op {
+                Op::Read { chan, .. } | Op::Write { chan, .. } | Op::Poll { chan } => match self.chans.get(chan) {
+                    Some(Channel::Pipe(_)) => self.sys.cost.wait_ns,
+                    Some(Channel::Unix(_)) => self.sys.cost.unix_wait_ns,
+                    // Not measured for TCP.
+                    _ => 0,
+                },
+                _ => 0,
+            };
             if let Some(chan) = self.pipe_wait_recheck_fails(op) {
                 // A refill owed (see switch_in) waits for a run that does the work.
                 let cost = self.pipe_line_ns(cpu, chan) + wait;

@@ -210,13 +210,25 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     // often preempts the writer before it waits: about 1.15 waits per round
     // trip, not 2). What a hop costs beyond its calls, the wakeup and its
     // switches is the wait, per wait (each wait is one voluntary switch).
-    let ring = pipe_ring(host.cpu_a, &plan)?;
+    let ring = pipe_ring(host.cpu_a, &plan, RingLink::Pipe)?;
     let wait_ns = wait_ns_of(&ring, pipe_rw, pipe_op_ns, wakeup_ns, context_switch_ns);
     notes.measured(format!(
         "wait_ns = {wait_ns}: a ring of {PIPE_RING} threads on one CPU passing a byte through {PIPE_RING} pipes \
          {:.0} ns per hop with {:.2} switches ({:.2} voluntary, one per wait); \
          (hop - write+read - pipe_op - wakeup - switches x context switch) / waits",
         ring.hop_ns, ring.switches_per_hop, ring.waits_per_hop
+    ));
+    // The same over AF_UNIX socketpairs: a hop is a send and a receive (each a
+    // system call and its body), the receive's failed first attempt once more,
+    // the wakeup and the switches, as the simulation charges them.
+    let unix_ring = pipe_ring(host.cpu_a, &plan, RingLink::UnixSocket)?;
+    let unix_calls = 2.0 * syscall + (unix_send_ns + unix_recv_ns) as f64;
+    let unix_wait_ns = wait_ns_of(&unix_ring, unix_calls, unix_recv_ns, wakeup_ns, context_switch_ns);
+    notes.measured(format!(
+        "unix_wait_ns = {unix_wait_ns}: the same ring over {PIPE_RING} AF_UNIX socketpairs {:.0} ns per hop \
+         with {:.2} switches ({:.2} voluntary); (hop - send - receive - unix_recv - wakeup - switches x \
+         context switch) / waits",
+        unix_ring.hop_ns, unix_ring.switches_per_hop, unix_ring.waits_per_hop
     ));
 
     let exit_ns = floor((fork_total - fork_call - 2.0 * context_switch_ns as f64 - wakeup_ns as f64) / 2.0, 50);
@@ -486,6 +498,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         tcp_recv_ns,
         wakeup_ns,
         wait_ns,
+        unix_wait_ns,
         ipi_send_ns,
         ipi_latency_ns,
         ipi_receive_ns,
@@ -523,28 +536,42 @@ struct PipeRing {
     waits_per_hop: f64,
 }
 
-/// `wait_ns` from a pipe ring: a hop is a 1-byte write and read (`pipe_rw`, the
-/// read's first attempt failing once more: `pipe_op_ns`), a wakeup, its switches
-/// and its waits; what is left is the waits' own cost, per wait.
-fn wait_ns_of(ring: &PipeRing, pipe_rw: f64, pipe_op_ns: u64, wakeup_ns: u64, context_switch_ns: u64) -> u64 {
+/// The waits' own cost from a ring: a hop is a 1-byte write and read (`calls_ns`,
+/// the read's failed first attempt charged its body once more: `retry_ns`), a
+/// wakeup, its switches and its waits; what is left is the waits' cost, per wait.
+fn wait_ns_of(ring: &PipeRing, calls_ns: f64, retry_ns: u64, wakeup_ns: u64, context_switch_ns: u64) -> u64 {
     if ring.waits_per_hop < 0.5 {
         return 0;
     }
-    let known = pipe_rw + pipe_op_ns as f64 + wakeup_ns as f64 + ring.switches_per_hop * context_switch_ns as f64;
+    let known = calls_ns + retry_ns as f64 + wakeup_ns as f64 + ring.switches_per_hop * context_switch_ns as f64;
     floor((ring.hop_ns - known) / ring.waits_per_hop, 0)
 }
 
+/// What a calibrate ring passes its byte through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RingLink {
+    Pipe,
+    /// An AF_UNIX stream socketpair, one end written, the other read.
+    UnixSocket,
+}
+
 /// `PIPE_RING` threads of this process pinned to `cpu` pass one byte round a ring
-/// of pipes: thread i reads pipe i and writes pipe i+1. The laps are timed on
-/// this thread (ring member 0) and the switches counted over the process. The
-/// ring ends by EOF: this thread closes its write end and each member, reading
-/// EOF, exits and closes its own.
-fn pipe_ring(cpu: usize, plan: &Plan) -> Result<PipeRing> {
+/// of links (pipes or socketpairs): thread i reads link i and writes link i+1.
+/// The laps are timed on this thread (ring member 0) and the switches counted
+/// over the process. The ring ends by EOF: this thread closes its write end and
+/// each member, reading EOF, exits and closes its own.
+fn pipe_ring(cpu: usize, plan: &Plan, link: RingLink) -> Result<PipeRing> {
     pin_current_thread(cpu)?;
     let mut reads = Vec::with_capacity(PIPE_RING);
     let mut writes = Vec::with_capacity(PIPE_RING);
     for _ in 0..PIPE_RING {
-        let (r, w) = pipe()?;
+        let (r, w): (OwnedFd, OwnedFd) = match link {
+            RingLink::Pipe => pipe()?,
+            RingLink::UnixSocket => {
+                let (w, r) = std::os::unix::net::UnixStream::pair().context("socketpair(AF_UNIX) for the ring")?;
+                (r.into(), w.into())
+            }
+        };
         reads.push(Some(r));
         writes.push(Some(w));
     }
@@ -564,7 +591,7 @@ fn pipe_ring(cpu: usize, plan: &Plan) -> Result<PipeRing> {
         match spawned {
             Ok(h) => members.push(h),
             // Dropping the ends taken so far ends the members started.
-            Err(e) => return Err(anyhow!("spawning a pipe ring thread: {e}")),
+            Err(e) => return Err(anyhow!("spawning a ring thread: {e}")),
         }
     }
     let input = reads[0].take().expect("ring member 0 reads pipe 0");

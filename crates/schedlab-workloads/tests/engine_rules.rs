@@ -449,27 +449,36 @@ fn a_switch_onto_a_recycled_asid_refills_the_tlb() {
     assert_eq!(rotation_run_ns(ForkKind::Thread, tlb(2)), threads);
 }
 
-/// One CPU: a child reads three messages that its parent writes 100 us apart,
-/// so each read waits. Returns the child's summary.
-fn waiting_reader(wait_ns: u64) -> schedlab_core::engine::TaskSummary {
+/// One CPU: a child reads three messages that its parent writes 100 us apart
+/// into a pipe (`socket` false) or an AF_UNIX socketpair, so each read waits.
+/// Returns the child's summary.
+fn waiting_reader(socket: bool, wait_ns: u64, unix_wait_ns: u64) -> schedlab_core::engine::TaskSummary {
     let reader = Script::new((0..3).map(|_| Op::Read { chan: 0, bytes: 100 }).collect());
-    let mut ops = vec![Op::Pipe, Op::Fork { kind: ForkKind::Process, comm: Some("r".into()), program: Box::new(reader) }];
+    let channel = if socket { Op::SocketPair } else { Op::Pipe };
+    let mut ops = vec![channel, Op::Fork { kind: ForkKind::Process, comm: Some("r".into()), program: Box::new(reader) }];
     for _ in 0..3 {
         ops.extend([Op::Sleep { ns: 100_000 }, Op::Write { chan: 0, bytes: 100 }]);
     }
     ops.push(Op::WaitChild);
     let mut profile = common::unit_profile();
     profile.wait_ns = wait_ns;
+    profile.unix_wait_ns = unix_wait_ns;
     let r = run_script_on("1x1x1x1", profile, ops);
     r.tasks.into_iter().find(|t| t.comm == "r").unwrap()
 }
 
 #[test]
 fn a_call_that_waited_pays_the_wait_when_it_runs_again() {
-    let free = waiting_reader(0);
-    let paid = waiting_reader(700);
-    // Three reads, each waiting once (a switch out and back per read).
+    let free = waiting_reader(false, 0, 0);
+    let paid = waiting_reader(false, 700, 5000);
+    // Three reads, each waiting once (a switch out and back per read): the pipe
+    // waits cost wait_ns each, unix_wait_ns does not apply.
     assert_eq!(free.switches, paid.switches);
     assert!(free.switches >= 4, "{free:?}");
     assert_eq!(paid.sys_ns, free.sys_ns + 3 * 700, "{paid:?} vs {free:?}");
+    // The same over a socketpair: unix_wait_ns each.
+    let free = waiting_reader(true, 0, 0);
+    let paid = waiting_reader(true, 5000, 900);
+    assert_eq!(free.switches, paid.switches);
+    assert_eq!(paid.sys_ns, free.sys_ns + 3 * 900, "{paid:?} vs {free:?}");
 }
