@@ -1248,12 +1248,12 @@ impl Engine {
             // Retry of a system call that blocked. Back from a wait on a pipe or
             // AF_UNIX socket, the waiter first pays the waiting side's own cost
             // (`wait_ns`, `unix_wait_ns`: finish_wait and the re-entry, with the
-            // prepare_to_wait and schedule() before it). A pipe waiter woken into a pipe that
-            // still cannot serve it only re-checks the condition inside
-            // `wait_event_interruptible_exclusive()` (the ring indexes' line, which
-            // holds the wait queues' locks too) and waits again, without the
-            // mutex; otherwise the body runs again under the mutex, taken after
-            // the wait's own work.
+            // prepare_to_wait and schedule() before it). A pipe waiter woken into
+            // a pipe that still cannot serve it only re-checks the condition
+            // inside `wait_event_interruptible_exclusive()` (the ring indexes'
+            // line, which holds the wait queues' locks too) and waits again,
+            // without the mutex; otherwise the body runs again under the mutex,
+            // taken after the wait's own work.
             let wait = match *op {
                 Op::Read { chan, .. } | Op::Write { chan, .. } | Op::Poll { chan } => match self.chans.get(chan) {
                     Some(Channel::Pipe(_)) => self.sys.cost.wait_ns,
