@@ -1953,7 +1953,6 @@ impl Engine {
         }
     }
 
-    /// Stats with busy time brought up to `now`.
     /// (now, the counters brought up to it, wasted core-time): what a window's
     /// edge and the workload's end record.
     fn snapshot(&mut self, now: u64) -> (u64, Vec<CpuStats>, u64) {
@@ -1961,6 +1960,7 @@ impl Engine {
         (now, stats, self.sys.wasted_ns())
     }
 
+    /// Stats with busy time brought up to `now`.
     fn snapshot_stats(&self, now: u64) -> Vec<CpuStats> {
         let mut s = self.sys.stats.clone();
         for (cpu, st) in s.iter_mut().enumerate() {

@@ -210,10 +210,10 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     // often preempts the writer before it waits: about 1.15 waits per round
     // trip, not 2). What a hop costs beyond its calls, the wakeup and its
     // switches is the wait, per wait (each wait is one voluntary switch).
-    let ring = pipe_ring(host.cpu_a, &plan, RingLink::Pipe)?;
+    let ring = wake_ring(host.cpu_a, &plan, RingLink::Pipe)?;
     let wait_ns = wait_ns_of(&ring, pipe_rw, pipe_op_ns, wakeup_ns, context_switch_ns);
     notes.measured(format!(
-        "wait_ns = {wait_ns}: a ring of {PIPE_RING} threads on one CPU passing a byte through {PIPE_RING} pipes \
+        "wait_ns = {wait_ns}: a ring of {RING_TASKS} threads on one CPU passing a byte through {RING_TASKS} pipes \
          {:.0} ns per hop with {:.2} switches ({:.2} voluntary, one per wait); \
          (hop - write+read - pipe_op - wakeup - switches x context switch) / waits",
         ring.hop_ns, ring.switches_per_hop, ring.waits_per_hop
@@ -221,11 +221,11 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     // The same over AF_UNIX socketpairs: a hop is a send and a receive (each a
     // system call and its body), the receive's failed first attempt once more,
     // the wakeup and the switches, as the simulation charges them.
-    let unix_ring = pipe_ring(host.cpu_a, &plan, RingLink::UnixSocket)?;
+    let unix_ring = wake_ring(host.cpu_a, &plan, RingLink::UnixSocket)?;
     let unix_calls = 2.0 * syscall + (unix_send_ns + unix_recv_ns) as f64;
     let unix_wait_ns = wait_ns_of(&unix_ring, unix_calls, unix_recv_ns, wakeup_ns, context_switch_ns);
     notes.measured(format!(
-        "unix_wait_ns = {unix_wait_ns}: the same ring over {PIPE_RING} AF_UNIX socketpairs {:.0} ns per hop \
+        "unix_wait_ns = {unix_wait_ns}: the same ring over {RING_TASKS} AF_UNIX socketpairs {:.0} ns per hop \
          with {:.2} switches ({:.2} voluntary); (hop - send - receive - unix_recv - wakeup - switches x \
          context switch) / waits",
         unix_ring.hop_ns, unix_ring.switches_per_hop, unix_ring.waits_per_hop
@@ -524,13 +524,13 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     })
 }
 
-/// Threads in calibrate's pipe ring (more than 2, so that no hop is a ping-pong).
-const PIPE_RING: usize = 8;
+/// Threads in calibrate's wake rings (more than 2, so that no hop is a ping-pong).
+const RING_TASKS: usize = 8;
 
-/// A pipe ring's timing: per hop, its time, its context switches and the
+/// A wake ring's timing: per hop, its time, its context switches and the
 /// voluntary ones among them (the waits).
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct PipeRing {
+struct RingTiming {
     hop_ns: f64,
     switches_per_hop: f64,
     waits_per_hop: f64,
@@ -539,7 +539,7 @@ struct PipeRing {
 /// The waits' own cost from a ring: a hop is a 1-byte write and read (`calls_ns`,
 /// the read's failed first attempt charged its body once more: `retry_ns`), a
 /// wakeup, its switches and its waits; what is left is the waits' cost, per wait.
-fn wait_ns_of(ring: &PipeRing, calls_ns: f64, retry_ns: u64, wakeup_ns: u64, context_switch_ns: u64) -> u64 {
+fn wait_ns_of(ring: &RingTiming, calls_ns: f64, retry_ns: u64, wakeup_ns: u64, context_switch_ns: u64) -> u64 {
     if ring.waits_per_hop < 0.5 {
         return 0;
     }
@@ -555,16 +555,16 @@ enum RingLink {
     UnixSocket,
 }
 
-/// `PIPE_RING` threads of this process pinned to `cpu` pass one byte round a ring
+/// `RING_TASKS` threads of this process pinned to `cpu` pass one byte round a ring
 /// of links (pipes or socketpairs): thread i reads link i and writes link i+1.
 /// The laps are timed on this thread (ring member 0) and the switches counted
 /// over the process. The ring ends by EOF: this thread closes its write end and
 /// each member, reading EOF, exits and closes its own.
-fn pipe_ring(cpu: usize, plan: &Plan, link: RingLink) -> Result<PipeRing> {
+fn wake_ring(cpu: usize, plan: &Plan, link: RingLink) -> Result<RingTiming> {
     pin_current_thread(cpu)?;
-    let mut reads = Vec::with_capacity(PIPE_RING);
-    let mut writes = Vec::with_capacity(PIPE_RING);
-    for _ in 0..PIPE_RING {
+    let mut reads = Vec::with_capacity(RING_TASKS);
+    let mut writes = Vec::with_capacity(RING_TASKS);
+    for _ in 0..RING_TASKS {
         let (r, w): (OwnedFd, OwnedFd) = match link {
             RingLink::Pipe => pipe()?,
             RingLink::UnixSocket => {
@@ -576,9 +576,9 @@ fn pipe_ring(cpu: usize, plan: &Plan, link: RingLink) -> Result<PipeRing> {
         writes.push(Some(w));
     }
     let mut members = Vec::new();
-    for i in 1..PIPE_RING {
+    for i in 1..RING_TASKS {
         let input = reads[i].take().expect("each read end is taken once");
-        let output = writes[(i + 1) % PIPE_RING].take().expect("each write end is taken once");
+        let output = writes[(i + 1) % RING_TASKS].take().expect("each write end is taken once");
         // Threads inherit this thread's single-CPU affinity.
         let spawned = std::thread::Builder::new().spawn(move || {
             let mut b = [0u8; 1];
@@ -594,14 +594,14 @@ fn pipe_ring(cpu: usize, plan: &Plan, link: RingLink) -> Result<PipeRing> {
             Err(e) => return Err(anyhow!("spawning a ring thread: {e}")),
         }
     }
-    let input = reads[0].take().expect("ring member 0 reads pipe 0");
-    let output = writes[1].take().expect("ring member 0 writes pipe 1");
+    let input = reads[0].take().expect("ring member 0 reads link 0");
+    let output = writes[1].take().expect("ring member 0 writes link 1");
     let lap = || -> Result<()> {
         write_all(output.as_raw_fd(), b"x")?;
         let mut b = [0u8; 1];
         Ok(read_exact(input.as_raw_fd(), &mut b)?)
     };
-    let laps = (plan.pingpong_iters / PIPE_RING).max(10);
+    let laps = (plan.pingpong_iters / RING_TASKS).max(10);
     let before = process_switches();
     let per_lap = time_per_op(plan.reps, laps, lap);
     let after = process_switches();
@@ -611,9 +611,9 @@ fn pipe_ring(cpu: usize, plan: &Plan, link: RingLink) -> Result<PipeRing> {
     }
     let per_lap = per_lap?;
     let ((vol0, all0), (vol1, all1)) = (before?, after?);
-    let hops = (((laps / 10).max(1) + plan.reps * laps) * PIPE_RING) as f64;
-    Ok(PipeRing {
-        hop_ns: per_lap / PIPE_RING as f64,
+    let hops = (calls_made(plan.reps, laps) * RING_TASKS) as f64;
+    Ok(RingTiming {
+        hop_ns: per_lap / RING_TASKS as f64,
         switches_per_hop: (all1 - all0) as f64 / hops,
         waits_per_hop: (vol1 - vol0) as f64 / hops,
     })
@@ -713,7 +713,7 @@ fn yield_rotation_ns(cpu: usize, plan: &Plan, processes: bool) -> Result<Option<
     }
     drop(children);
     let per_turn = per_turn?;
-    let calls = (iters / 10).max(1) + plan.reps * iters;
+    let calls = calls_made(plan.reps, iters);
     let switches_per_yield = (after? - before?) as f64 / calls as f64;
     Ok((switches_per_yield > 0.9).then(|| per_turn / ASID_ROTATION_TASKS as f64))
 }
@@ -892,10 +892,21 @@ fn sleep_ns(ns: u64) {
     unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
 }
 
+/// The untimed calls `time_per_op` makes first.
+fn warmup_calls(iters: usize) -> usize {
+    (iters / 10).max(1)
+}
+
+/// Every call `time_per_op(reps, iters, _)` makes, warm-up included: what a
+/// count of switches taken around it is divided by.
+fn calls_made(reps: usize, iters: usize) -> usize {
+    warmup_calls(iters) + reps * iters
+}
+
 /// Median over `reps` repetitions of the mean time of `op` over `iters` calls,
 /// after a short warm-up.
 fn time_per_op(reps: usize, iters: usize, mut op: impl FnMut() -> Result<()>) -> Result<f64> {
-    for _ in 0..(iters / 10).max(1) {
+    for _ in 0..warmup_calls(iters) {
         op()?;
     }
     let mut per_op = Vec::with_capacity(reps);
@@ -1427,7 +1438,7 @@ fn yield_switch_ns(cpu: usize, plan: &Plan) -> Result<(f64, f64, f64)> {
     let before = thread_switches()?;
     let pair = time_per_op(plan.reps, plan.pingpong_iters, sched_yield)?;
     let switches = (thread_switches()? - before) as f64;
-    let calls = (plan.pingpong_iters / 10).max(1) + plan.reps * plan.pingpong_iters;
+    let calls = calls_made(plan.reps, plan.pingpong_iters);
     Ok((alone, pair, switches / calls as f64))
 }
 
@@ -2172,13 +2183,13 @@ mod tests {
     fn a_ring_hop_less_its_known_costs_is_the_wait() {
         // 2941 ns a hop, 1.33 switches, one wait: 2941 - 500 (write+read) - 128
         // (the read's failed first attempt) - 700 (wakeup) - 1.33 x 706 = 674.
-        let ring = PipeRing { hop_ns: 2941.0, switches_per_hop: 1.33, waits_per_hop: 1.0 };
+        let ring = RingTiming { hop_ns: 2941.0, switches_per_hop: 1.33, waits_per_hop: 1.0 };
         assert_eq!(wait_ns_of(&ring, 500.0, 128, 700, 706), 674);
         // Two waits a hop share what is left.
-        assert_eq!(wait_ns_of(&PipeRing { waits_per_hop: 2.0, ..ring }, 500.0, 128, 700, 706), 337);
+        assert_eq!(wait_ns_of(&RingTiming { waits_per_hop: 2.0, ..ring }, 500.0, 128, 700, 706), 337);
         // Nothing left, or a ring that did not wait: no cost.
-        assert_eq!(wait_ns_of(&PipeRing { hop_ns: 1500.0, ..ring }, 500.0, 128, 700, 706), 0);
-        assert_eq!(wait_ns_of(&PipeRing { waits_per_hop: 0.1, ..ring }, 500.0, 128, 700, 706), 0);
+        assert_eq!(wait_ns_of(&RingTiming { hop_ns: 1500.0, ..ring }, 500.0, 128, 700, 706), 0);
+        assert_eq!(wait_ns_of(&RingTiming { waits_per_hop: 0.1, ..ring }, 500.0, 128, 700, 706), 0);
     }
     use super::*;
 
