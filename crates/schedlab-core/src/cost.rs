@@ -172,6 +172,20 @@ pub struct MachineProfile {
     pub pipe_read_cold_ns: u64,
     #[serde(default)]
     pub pipe_cold_bytes: u64,
+    /// A pipe write's new slot when the pipe keeps no spare page:
+    /// `alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT)` in `anon_pipe_get_page()` (the
+    /// page allocator and the memory cgroup charge), and the first touch of the
+    /// page. `pipe_page_free_ns`: a read's released slot when the spares are
+    /// full, `put_page()` with the uncharge. Packet-mode writes (`O_DIRECT`)
+    /// take a slot each, so a pipe filled with small packets pays them on most
+    /// calls; a byte stream merges into its last page. `schedlab calibrate`
+    /// measures both as batches of 16 packets written then read in one process,
+    /// less one packet written and read (which reuses a spare); absent, 0 (the
+    /// shipped bare-metal profiles fold page allocation into `copy_ps_per_byte`).
+    #[serde(default)]
+    pub pipe_page_alloc_ns: u64,
+    #[serde(default)]
+    pub pipe_page_free_ns: u64,
     /// One send() / recv() on a loopback TCP connection (TCP_NODELAY), beyond the
     /// system call and the copy: the send pays the whole loopback transmit and
     /// receive path (the receive softirq runs on the sending CPU).
@@ -297,6 +311,8 @@ impl MachineProfile {
             unix_send_cold_ns: 0,
             unix_recv_cold_ns: 0,
             unix_cold_bytes: 0,
+            pipe_page_alloc_ns: 0,
+            pipe_page_free_ns: 0,
             pipe_write_cold_ns: 0,
             pipe_read_cold_ns: 0,
             pipe_cold_bytes: 0,
@@ -381,6 +397,8 @@ impl MachineProfile {
             ("pipe_write_cold_ns", self.pipe_write_cold_ns, 0, OP_NS, "ns"),
             ("pipe_read_cold_ns", self.pipe_read_cold_ns, 0, OP_NS, "ns"),
             ("pipe_cold_bytes", self.pipe_cold_bytes, 0, 1 << 40, "bytes"),
+            ("pipe_page_alloc_ns", self.pipe_page_alloc_ns, 0, OP_NS, "ns"),
+            ("pipe_page_free_ns", self.pipe_page_free_ns, 0, OP_NS, "ns"),
             ("tcp_send_ns", self.tcp_send_ns, 1, OP_NS, "ns"),
             ("tcp_recv_ns", self.tcp_recv_ns, 1, OP_NS, "ns"),
             ("wakeup_ns", self.wakeup_ns, 1, OP_NS, "ns"),

@@ -1271,7 +1271,7 @@ impl Engine {
                 self.exec[p].refill_ns = owed;
                 return;
             }
-            let cost = self.op_cost(op, false);
+            let cost = self.op_cost(op, false) + self.pipe_page_ns(op, p, true);
             let access = Self::pipe_access(op);
             let cost = cost + self.pipe_mutex_ns(cpu, p, access, wait, cost) + self.ipc_extra_ns(cpu, access);
             self.start_segment(cpu, p, wait + cost, true);
@@ -1307,7 +1307,7 @@ impl Engine {
                     return;
                 }
                 op => {
-                    let cost = self.op_cost(&op, true);
+                    let cost = self.op_cost(&op, true) + self.pipe_page_ns(&op, p, false);
                     let entry = self.sys.cost.syscall_ns;
                     let access = Self::pipe_access(&op);
                     let cost = cost + self.pipe_mutex_ns(cpu, p, access, entry, cost - entry) + self.ipc_extra_ns(cpu, access);
@@ -1454,6 +1454,31 @@ impl Engine {
             _ => 0,
         };
         entry + body
+    }
+
+    /// What a pipe read or write pays for the pages of the slots it takes or
+    /// releases (`anon_pipe_get_page()` / `anon_pipe_put_page()`): allocations
+    /// beyond the pipe's spare pages, frees beyond their room, as the pipe stands
+    /// when the call starts. Linux pipes only.
+    fn pipe_page_ns(&self, op: &Op, p: TaskId, retry: bool) -> u64 {
+        let c = &self.sys.cost;
+        if c.pipe_page_alloc_ns == 0 && c.pipe_page_free_ns == 0 {
+            return 0;
+        }
+        match *op {
+            Op::Write { chan, bytes } => match self.chans.get(chan) {
+                Some(Channel::Pipe(pipe)) if pipe.tmp_page_slots > 0 => {
+                    let left = bytes - self.exec[p].op_progress;
+                    pipe.write_page_allocs(left, retry) * c.pipe_page_alloc_ns
+                }
+                _ => 0,
+            },
+            Op::Read { chan, bytes } => match self.chans.get(chan) {
+                Some(Channel::Pipe(pipe)) if pipe.tmp_page_slots > 0 => pipe.read_page_frees(bytes) * c.pipe_page_free_ns,
+                _ => 0,
+            },
+            _ => 0,
+        }
     }
 
     /// A read or write as the pipe cost model sees it (whether the channel is a
@@ -1665,6 +1690,13 @@ impl Engine {
                 let mut pipe = Pipe::default();
                 pipe.wake_writer_on_freed_slot = wake_writer_on_freed_slot;
                 pipe.packet = matches!(op, Op::PipePacket);
+                // Spare pages (`pipe->tmp_page`): one, two from v6.15; the pages
+                // are Linux's (0: not modelled).
+                pipe.tmp_page_slots = match self.policy.linux_release() {
+                    Some(v) if v >= (6, 15) => 2,
+                    Some(_) => 1,
+                    None => 0,
+                };
                 self.chans.push(Channel::Pipe(pipe));
                 result = OpResult::Chan(self.chans.len() - 1);
                 Outcome::Continue

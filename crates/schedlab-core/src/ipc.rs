@@ -112,6 +112,15 @@ pub struct Pipe {
     /// slot, and a read takes one slot's packet whole (what the reader's buffer
     /// cannot hold is discarded) and returns (`is_packetized()` in `pipe_read()`).
     pub packet: bool,
+    /// Spare pages the pipe keeps for its next slots (`pipe->tmp_page`): a slot
+    /// released by a read goes here while there is room, and a write taking a new
+    /// slot uses one before it allocates.
+    pub tmp_pages: u8,
+    /// How many spare pages it keeps: one until v6.15, two from v6.15 ("pipe:
+    /// cache 2 pages instead of 1", `anon_pipe_get_page()` /
+    /// `anon_pipe_put_page()`). 0: the pipe's pages are not modelled (a
+    /// policy that is not Linux's; FreeBSD's pipes copy into one buffer).
+    pub tmp_page_slots: u8,
 }
 
 impl Pipe {
@@ -121,6 +130,57 @@ impl Pipe {
 
     pub fn slots_used(&self) -> usize {
         self.slots.len()
+    }
+
+    /// How many pages a write of `bytes` would allocate if it ran now: the new
+    /// slots it takes (none when it merges into the last page, as `write()`
+    /// does) beyond the spare pages the pipe keeps (`anon_pipe_get_page()`:
+    /// `alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT)` only without a spare).
+    pub fn write_page_allocs(&self, bytes: u64, had_waited: bool) -> u64 {
+        let merges = !had_waited
+            && !self.packet
+            && bytes > 0
+            && bytes <= PAGE_SIZE
+            && self.slots.back().is_some_and(|last| last.end + bytes <= PAGE_SIZE);
+        if merges {
+            return 0;
+        }
+        let free_slots = PIPE_DEF_BUFFERS.saturating_sub(self.slots.len()) as u64;
+        bytes.div_ceil(PAGE_SIZE).min(free_slots).saturating_sub(u64::from(self.tmp_pages))
+    }
+
+    /// How many pages a read of `bytes` would free if it ran now: the slots it
+    /// empties beyond the room left for spares (`anon_pipe_put_page()` keeps a
+    /// released page while a spare place is empty, else `put_page()`).
+    pub fn read_page_frees(&self, bytes: u64) -> u64 {
+        let released = if self.packet {
+            u64::from(!self.slots.is_empty())
+        } else {
+            let mut want = bytes;
+            let mut n = 0;
+            for slot in &self.slots {
+                let left = slot.end - slot.off;
+                if want < left {
+                    break;
+                }
+                want -= left;
+                n += 1;
+            }
+            n
+        };
+        released.saturating_sub(u64::from(self.tmp_page_slots.saturating_sub(self.tmp_pages)))
+    }
+
+    /// A new slot's page: a spare if the pipe keeps one.
+    fn take_page(&mut self) {
+        self.tmp_pages = self.tmp_pages.saturating_sub(1);
+    }
+
+    /// A released slot's page: kept as a spare while there is room.
+    fn release_page(&mut self) {
+        if self.tmp_pages < self.tmp_page_slots {
+            self.tmp_pages += 1;
+        }
     }
 
     /// `pipe_full()`: every ring slot is taken (the last page may still have room).
@@ -190,6 +250,7 @@ impl Pipe {
         while left > 0 && !self.full() {
             // An atomic write (≤ PIPE_BUF) never splits across pages.
             let chunk = left.min(PAGE_SIZE);
+            self.take_page();
             self.slots.push_back(PipeSlot { off: 0, end: chunk });
             written += chunk;
             left -= chunk;
@@ -237,11 +298,13 @@ impl Pipe {
                 front.off = front.end;
                 wake_writer |= self.wake_writer_on_freed_slot && full;
                 self.slots.pop_front();
+                self.release_page();
                 break;
             }
             if front.off == front.end {
                 wake_writer |= self.wake_writer_on_freed_slot && full;
                 self.slots.pop_front();
+                self.release_page();
             }
         }
         self.read_bytes += got;
@@ -464,6 +527,41 @@ mod tests {
         p.rd_wait.add(7, true);
         p.write(2, 0, 100, false, &mut wake);
         assert!(wake.is_empty(), "pipe was not empty: no wakeup");
+    }
+
+    #[test]
+    fn spare_pages_are_used_before_allocating_and_kept_before_freeing() {
+        let mut p = Pipe { packet: true, tmp_page_slots: 2, ..Pipe::default() };
+        let mut wake = Vec::new();
+        // A new pipe has no spare: each packet's slot is a fresh page.
+        assert_eq!(p.write_page_allocs(512, false), 1);
+        for _ in 0..3 {
+            p.write(1, 0, 512, false, &mut wake);
+        }
+        // The first two releases become spares, the third is freed.
+        assert_eq!(p.read_page_frees(512), 0);
+        p.read(2, 512, &mut wake);
+        p.read(2, 512, &mut wake);
+        assert_eq!(p.tmp_pages, 2);
+        assert_eq!(p.read_page_frees(512), 1);
+        p.read(2, 512, &mut wake);
+        assert_eq!(p.tmp_pages, 2);
+        // Writes use the spares first; a 12 KiB write needs three slots.
+        assert_eq!(p.write_page_allocs(512, false), 0);
+        assert_eq!(p.write_page_allocs(3 * PAGE_SIZE, false), 1);
+        // A byte stream merges a small write into its last page: no slot, no page.
+        let mut s = Pipe { tmp_page_slots: 1, ..Pipe::default() };
+        assert_eq!(s.write_page_allocs(100, false), 1);
+        s.write(1, 0, 100, false, &mut wake);
+        assert_eq!(s.write_page_allocs(100, false), 0);
+        // ... unless the writer had slept: it takes a new slot.
+        assert_eq!(s.write_page_allocs(100, true), 1);
+        // A read that leaves part of the page releases nothing; one that empties it
+        // keeps it as the spare.
+        assert_eq!(s.read_page_frees(50), 0);
+        assert_eq!(s.read_page_frees(100), 0);
+        s.read(2, 100, &mut wake);
+        assert_eq!(s.tmp_pages, 1);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! child is killed and reaped before `calibrate` returns, on success or error.
 
 use std::hint::black_box;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
@@ -81,14 +81,36 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     let pipe_op_ns = floor(pipe_rw / 2.0 - syscall, 1);
     notes.measured(format!("pipe_op_ns = {pipe_op_ns}: in-process 1-byte write+read {pipe_rw:.0} ns / 2 - syscall"));
 
+    // A pipe's slot pages: batches of 16 packets (`O_DIRECT`, one slot each)
+    // written then read in one process, against batches that only use the spare
+    // pages the pipe keeps (one, two from v6.15), which allocate and free nothing.
+    let spares = host_pipe_spare_pages();
+    let pages = pipe_page_ns(spares, &plan, timer_ns)?;
+    let pipe_page_alloc_ns = floor(pages.alloc_ns, 0);
+    let pipe_page_free_ns = floor(pages.free_ns, 0);
+    notes.measured(format!(
+        "pipe_page_alloc_ns = {pipe_page_alloc_ns}, pipe_page_free_ns = {pipe_page_free_ns}: 512-byte packets \
+         written then read in batches of {PAGE_BATCH} ({:.0} / {:.0} ns a call) and of {spares} ({:.0} / {:.0} ns, \
+         the pipe's spare pages only), the difference per page allocated / freed ({} a batch)",
+        pages.batch_write_ns,
+        pages.batch_read_ns,
+        pages.spare_write_ns,
+        pages.spare_read_ns,
+        PAGE_BATCH - spares
+    ));
+
     // The same with 32 KiB: the extra time is 2 copies of the extra bytes (user to
-    // pipe page, pipe page to user), including the pipe's page allocation per 4 KiB.
+    // pipe page, pipe page to user) and the pages beyond the spares, each
+    // allocated by the write and freed by the read.
     let big = 32 * 1024;
     let pipe_big = time_per_op(plan.reps, plan.copy_iters, || pipe.write_read(big))?;
-    let copy_ps = floor((pipe_big - pipe_rw) * 1000.0 / (2.0 * (big - 1) as f64), 1);
+    let big_pages = (big / 4096).saturating_sub(spares) as f64;
+    let page_work = big_pages * (pipe_page_alloc_ns + pipe_page_free_ns) as f64;
+    let copy_ps = floor((pipe_big - pipe_rw - page_work) * 1000.0 / (2.0 * (big - 1) as f64), 1);
     notes.measured(format!(
         "copy_ps_per_byte = {copy_ps}: ({pipe_big:.0} ns for a 32 KiB pipe write+read - \
-         {pipe_rw:.0} ns for 1 byte) / (2 copies x 32767 bytes), buffers cache-hot"
+         {pipe_rw:.0} ns for 1 byte - {big_pages:.0} pages allocated and freed) / (2 copies x 32767 bytes), \
+         buffers cache-hot"
     ));
     drop(pipe);
     let copy100_ns = (100 * copy_ps) as f64 / 1000.0;
@@ -492,6 +514,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         unix_recv_cold_ns,
         unix_cold_bytes,
         pipe_write_cold_ns,
+        pipe_page_alloc_ns,
+        pipe_page_free_ns,
         pipe_read_cold_ns,
         pipe_cold_bytes,
         tcp_send_ns,
@@ -1123,6 +1147,79 @@ impl Pipe {
         write_all(self.write.as_raw_fd(), &self.data[..len])?;
         Ok(read_exact(self.read.as_raw_fd(), &mut self.sink[..len])?)
     }
+}
+
+/// Packets written then read per batch when pricing a pipe's slot pages: a
+/// full ring (`PIPE_DEF_BUFFERS`).
+const PAGE_BATCH: usize = 16;
+
+/// The spare pages this host's pipes keep (`pipe->tmp_page`): two from v6.15,
+/// one before.
+fn host_pipe_spare_pages() -> usize {
+    match crate::kernel::major_minor(&crate::kernel::release()) {
+        Some(v) if v >= (6, 15) => 2,
+        _ => 1,
+    }
+}
+
+struct PipePages {
+    /// Per call in batches of `PAGE_BATCH` packets.
+    batch_write_ns: f64,
+    batch_read_ns: f64,
+    /// Per call in batches of as many packets as the pipe keeps spare pages.
+    spare_write_ns: f64,
+    spare_read_ns: f64,
+    alloc_ns: f64,
+    free_ns: f64,
+}
+
+/// Per-call write and read times of 512-byte packets (`pipe2(O_DIRECT)`) in
+/// batches of `batch` written then read by this thread, each batch timed less
+/// one clock read; medians over the batches after a warm-up tenth.
+fn packet_batch_ns(batch: usize, batches: usize, timer_ns: f64) -> Result<(f64, f64)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: fds is a valid 2-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_DIRECT) } != 0 {
+        return Err(os_err("pipe2(O_DIRECT)"));
+    }
+    // SAFETY: pipe2 returned two fresh descriptors that nothing else owns.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (msg, mut buf) = ([0x5au8; 512], [0u8; 512]);
+    let (mut writes, mut reads) = (Vec::new(), Vec::new());
+    for round in 0..batches + batches / 10 {
+        let t0 = now_ns();
+        for _ in 0..batch {
+            write_all(w.as_raw_fd(), &msg)?;
+        }
+        let t1 = now_ns();
+        for _ in 0..batch {
+            read_exact(r.as_raw_fd(), &mut buf)?;
+        }
+        let t2 = now_ns();
+        if round >= batches / 10 {
+            writes.push(((t1 - t0) as f64 - timer_ns) / batch as f64);
+            reads.push(((t2 - t1) as f64 - timer_ns) / batch as f64);
+        }
+    }
+    Ok((median(writes).context("no packet write sample")?, median(reads).context("no packet read sample")?))
+}
+
+/// What a pipe pays for a slot's page when it keeps no spare: allocating it
+/// (write) and freeing it (read), from batches that fill the ring against
+/// batches that use only the `spares` spare pages.
+fn pipe_page_ns(spares: usize, plan: &Plan, timer_ns: f64) -> Result<PipePages> {
+    let batches = plan.unix_batches;
+    let (batch_write_ns, batch_read_ns) = packet_batch_ns(PAGE_BATCH, batches, timer_ns)?;
+    let (spare_write_ns, spare_read_ns) = packet_batch_ns(spares, batches * PAGE_BATCH / spares, timer_ns)?;
+    let per_page = PAGE_BATCH as f64 / (PAGE_BATCH - spares) as f64;
+    Ok(PipePages {
+        batch_write_ns,
+        batch_read_ns,
+        spare_write_ns,
+        spare_read_ns,
+        alloc_ns: (batch_write_ns - spare_write_ns) * per_page,
+        free_ns: (batch_read_ns - spare_read_ns) * per_page,
+    })
 }
 
 /// Per-call times of 100-byte AF_UNIX stream writes and reads.
@@ -2251,6 +2348,9 @@ mod tests {
             assert!(ns > 0 && ns < 50_000_000, "{field} = {ns} ns is implausible");
         }
         assert!((1..=100_000).contains(&p.copy_ps_per_byte), "copy_ps_per_byte {}", p.copy_ps_per_byte);
+        // Allocating and freeing a page costs something, and far less than a fork.
+        let page_ns = p.pipe_page_alloc_ns + p.pipe_page_free_ns;
+        assert!(page_ns > 0 && page_ns < p.fork_ns, "pipe page alloc + free {page_ns} ns, fork {} ns", p.fork_ns);
         assert!(p.node_mem_bw_mbps.is_some_and(|b| b > 100), "node_mem_bw_mbps {:?}", p.node_mem_bw_mbps);
         assert!(p.fork_ns > p.syscall_ns, "fork {} <= syscall {}", p.fork_ns, p.syscall_ns);
         assert!(p.sources.iter().any(|s| s.starts_with("measured: syscall_ns")));

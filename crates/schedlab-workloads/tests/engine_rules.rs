@@ -482,3 +482,41 @@ fn a_call_that_waited_pays_the_wait_when_it_runs_again() {
     assert_eq!(free.switches, paid.switches);
     assert_eq!(paid.sys_ns, free.sys_ns + 3 * 900, "{paid:?} vs {free:?}");
 }
+
+/// One task on one CPU under `policy`: twice, 16 writes of `bytes` into a pipe
+/// (packet mode or a byte stream), then 16 reads of them. Returns its system
+/// time.
+fn pipe_rounds_sys_ns(policy: &str, packet: bool, bytes: u64, alloc_ns: u64, free_ns: u64) -> u64 {
+    let mut ops = vec![if packet { Op::PipePacket } else { Op::Pipe }];
+    for _ in 0..2 {
+        ops.extend((0..16).map(|_| Op::Write { chan: 0, bytes }));
+        ops.extend((0..16).map(|_| Op::Read { chan: 0, bytes }));
+    }
+    let mut profile = common::unit_profile();
+    profile.pipe_page_alloc_ns = alloc_ns;
+    profile.pipe_page_free_ns = free_ns;
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let r = Engine::new(Topology::parse("1x1x1x1").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    r.tasks.iter().find(|t| t.comm == "main").unwrap().sys_ns
+}
+
+#[test]
+fn pipe_slots_pay_for_pages_beyond_the_spares() {
+    let (alloc, free) = (1_000, 100_000);
+    // Packet mode: every write takes a slot. v4.19 keeps one spare page: 16 + 15
+    // allocations, 15 + 15 frees (each round's first release becomes the spare).
+    let base = pipe_rounds_sys_ns("cfs@4.19", true, 512, 0, 0);
+    assert_eq!(pipe_rounds_sys_ns("cfs@4.19", true, 512, alloc, free), base + 31 * alloc + 30 * free);
+    // v6.15+ keeps two: 16 + 14 allocations, 14 + 14 frees.
+    let base = pipe_rounds_sys_ns("eevdf@6.18", true, 512, 0, 0);
+    assert_eq!(pipe_rounds_sys_ns("eevdf@6.18", true, 512, alloc, free), base + 30 * alloc + 28 * free);
+    // A byte stream merges 16 x 100 bytes into one page: the first write
+    // allocates it, its release is kept as the spare the second round uses.
+    let base = pipe_rounds_sys_ns("eevdf@6.18", false, 100, 0, 0);
+    assert_eq!(pipe_rounds_sys_ns("eevdf@6.18", false, 100, alloc, free), base + alloc);
+    // Not Linux's pipes: no page costs.
+    let base = pipe_rounds_sys_ns("fifo", true, 512, 0, 0);
+    assert_eq!(pipe_rounds_sys_ns("fifo", true, 512, alloc, free), base);
+}
