@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::SpecError;
 
+/// The clock a profile without `cpu_mhz` is taken to run at, MHz.
+pub const DEFAULT_CPU_MHZ: u64 = 3000;
+
 /// Cache-refill cost paid by a task on its first run after changing CPU, by how far
 /// it moved. Mirrors what `task_hot()`/`sched_migration_cost_ns` try to avoid.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -272,6 +275,12 @@ pub struct MachineProfile {
     /// processes costs what `context_switch_ns` says however many take turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tlb: Option<TlbProfile>,
+    /// The core clock under load (all cores busy), MHz: what user work a
+    /// workload gives in cycles (`Op::Cycles`, e.g. a byte loop of stress-ng's)
+    /// takes here. A datasheet's all-core frequency, or `schedlab calibrate`'s
+    /// timed chain of dependent adds (one cycle each); absent: 3000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_mhz: Option<u64>,
     /// Memory bandwidth of one NUMA node, MB/s (used by memory-bound workloads);
     /// absent: unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -343,6 +352,7 @@ impl MachineProfile {
                 per_rq_lock_cross_llc_ns: None,
             },
             node_mem_bw_mbps: Some(50_000),
+            cpu_mhz: Some(1000),
             smt_throughput_pct: None,
             cache: None,
             tlb: None,
@@ -427,6 +437,7 @@ impl MachineProfile {
         ];
         let optional: Vec<(&str, Option<u64>, u64, u64, &str)> = vec![
             ("node_mem_bw_mbps", self.node_mem_bw_mbps, 1, 100_000_000, "MB/s (leave it out for unlimited)"),
+            ("cpu_mhz", self.cpu_mhz, 100, 10_000, "MHz (leave it out for 3000)"),
             ("smt_throughput_pct", self.smt_throughput_pct, 50, 200, "per cent of one thread alone"),
             ("cache.l2_bytes", self.cache.as_ref().map(|c| c.l2_bytes), 1, 1 << 40, "bytes"),
             ("cache.llc_bytes", self.cache.as_ref().map(|c| c.llc_bytes), 1, 1 << 40, "bytes"),
@@ -468,6 +479,11 @@ impl MachineProfile {
     /// Writes the profile as TOML (used by `schedlab calibrate`).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("a MachineProfile always serialises")
+    }
+
+    /// Time of `cycles` core cycles of user work at `cpu_mhz`.
+    pub fn cycles_ns(&self, cycles: u64) -> u64 {
+        (cycles * 1000).div_ceil(self.cpu_mhz.unwrap_or(DEFAULT_CPU_MHZ))
     }
 
     /// CPU time to copy `bytes` between user and kernel space.

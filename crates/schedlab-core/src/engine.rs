@@ -1301,6 +1301,11 @@ impl Engine {
                     self.start_segment(cpu, p, ns, false);
                     return;
                 }
+                Op::Cycles { n } => {
+                    let ns = self.sys.cost.cycles_ns(n);
+                    self.start_segment(cpu, p, ns, false);
+                    return;
+                }
                 Op::Stream { ns, bytes, at } => {
                     let demand_bps = (bytes as u128 * 1_000_000_000 / ns.max(1) as u128).min(u64::MAX as u128) as u64;
                     self.start_stream(cpu, p, ns, StreamAsk { demand_bps, at });
@@ -1899,9 +1904,13 @@ impl Engine {
                 Outcome::Continue
             }
             Op::Kernel { .. } => Outcome::Continue,
-            Op::Compute { .. } | Op::Stream { .. } | Op::Mark { .. } | Op::Store { .. } | Op::Clock | Op::Record { .. } => {
-                Outcome::Continue
-            }
+            Op::Compute { .. }
+            | Op::Cycles { .. }
+            | Op::Stream { .. }
+            | Op::Mark { .. }
+            | Op::Store { .. }
+            | Op::Clock
+            | Op::Record { .. } => Outcome::Continue,
         };
         self.exec[p].op = keep;
         self.exec[p].last = result;

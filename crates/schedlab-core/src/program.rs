@@ -16,11 +16,16 @@ pub enum ForkKind {
     Thread,
 }
 
-/// One operation. Everything but `Compute`, `Mark` and `Store` is a system call and
+/// One operation. Everything but `Compute`, `Cycles`, `Mark` and `Store` is a system call and
 /// runs in the kernel (not preemptible until it returns, as on PREEMPT_NONE/VOLUNTARY).
 pub enum Op {
     /// Run in user space for `ns`.
     Compute { ns: u64 },
+    /// Run in user space for `n` core cycles: its time is the machine's
+    /// (`MachineProfile::cpu_mhz`). For user work whose instruction count is
+    /// known and whose speed follows the clock (a byte loop, one iteration a
+    /// cycle).
+    Cycles { n: u64 },
     /// Work that takes `ns` alone on an idle machine while moving `bytes` through
     /// memory: it slows down when the node's memory bandwidth is oversubscribed
     /// (see `memory.rs`), and runs `distance / local distance` slower when the

@@ -63,6 +63,20 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     let timer_ns = timer_overhead_ns();
 
     // --- Single-CPU measurements -------------------------------------------------
+    let cpu_mhz = match core_clock_mhz(plan.reps) {
+        Some(mhz) => {
+            let v = floor(mhz, 100);
+            notes.measured(format!(
+                "cpu_mhz = {v}: a chain of {CLOCK_CHAIN_ADDS} dependent adds (one cycle each) timed, median of {} reps",
+                plan.reps
+            ));
+            Some(v)
+        }
+        None => {
+            notes.estimated("cpu_mhz: not measured on this architecture (x86-64 and arm64 only); left out".to_string());
+            None
+        }
+    };
     let syscall = time_per_op(plan.reps, plan.syscall_iters, || {
         // SAFETY: getppid has no preconditions and cannot fail.
         black_box(unsafe { libc::getppid() });
@@ -540,6 +554,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         migration,
         sched_ops,
         node_mem_bw_mbps: Some(node_mem_bw_mbps),
+        cpu_mhz,
         // Not measured: a host run cannot isolate one core's two threads reliably.
         smt_throughput_pct: None,
         cache: None,
@@ -1147,6 +1162,70 @@ impl Pipe {
         write_all(self.write.as_raw_fd(), &self.data[..len])?;
         Ok(read_exact(self.read.as_raw_fd(), &mut self.sink[..len])?)
     }
+}
+
+/// Dependent adds per timed chain when measuring the core clock.
+const CLOCK_CHAIN_ADDS: u64 = 32_000_000;
+
+/// The core clock, MHz: `CLOCK_CHAIN_ADDS` adds, each needing the one before
+/// (one cycle of latency on every x86-64 and arm64 core), timed `reps` times;
+/// the median. None on other architectures.
+fn core_clock_mhz(reps: usize) -> Option<f64> {
+    let samples = (0..reps.max(1))
+        .filter_map(|_| {
+            let t0 = now_ns();
+            add_chain(CLOCK_CHAIN_ADDS / 16)?;
+            let ns = now_ns().saturating_sub(t0).max(1);
+            Some(CLOCK_CHAIN_ADDS as f64 * 1000.0 / ns as f64)
+        })
+        .collect();
+    median(samples)
+}
+
+/// `iters` times 16 dependent adds. Some(()) where it is written for the
+/// architecture.
+#[allow(unreachable_code)]
+fn add_chain(iters: u64) -> Option<()> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: register arithmetic and a counted loop; no memory, no stack.
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                "dec {n}",
+                "jnz 2b",
+                x = inout(reg) 0u64 => _,
+                n = inout(reg) iters.max(1) => _,
+                options(nomem, nostack),
+            );
+        }
+        return Some(());
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        // SAFETY: register arithmetic and a counted loop; no memory, no stack.
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1",
+                "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1",
+                "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1",
+                "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1",
+                "subs {n}, {n}, #1",
+                "b.ne 2b",
+                x = inout(reg) 0u64 => _,
+                n = inout(reg) iters.max(1) => _,
+                options(nomem, nostack),
+            );
+        }
+        return Some(());
+    }
+    let _ = iters;
+    None
 }
 
 /// Packets written then read per batch when pricing a pipe's slot pages: a

@@ -194,7 +194,7 @@ impl Workload {
                 ("pipe", n(b.instances)),
                 ("timeout_ms", n(b.timeout_ms)),
                 ("pipe_data_size", n(b.data_size)),
-                ("fill_ns", n(b.fill_ns)),
+                ("fill_cycles", n(b.fill_cycles)),
             ],
             Workload::Context1(b) => vec![("copies", n(b.copies)), ("duration_ms", n(b.duration_ms))],
         }

@@ -520,3 +520,18 @@ fn pipe_slots_pay_for_pages_beyond_the_spares() {
     let base = pipe_rounds_sys_ns("fifo", true, 512, 0, 0);
     assert_eq!(pipe_rounds_sys_ns("fifo", true, 512, alloc, free), base);
 }
+
+#[test]
+fn user_work_in_cycles_takes_the_machines_clock() {
+    let user_ns = |mhz: Option<u64>| {
+        let mut profile = common::unit_profile();
+        profile.cpu_mhz = mhz;
+        let r = run_script_on("1x1x1x1", profile, vec![Op::Cycles { n: 3_000 }, Op::Compute { ns: 500 }]);
+        r.tasks.iter().find(|t| t.comm == "main").unwrap().user_ns
+    };
+    // 3000 cycles: 3 us at 1 GHz, 1.5 us at 2 GHz, 1 us at the 3 GHz a profile
+    // without a clock is taken to run at; the Compute is 0.5 us everywhere.
+    assert_eq!(user_ns(Some(1000)), 3_500);
+    assert_eq!(user_ns(Some(2000)), 2_000);
+    assert_eq!(user_ns(None), 1_500);
+}
