@@ -97,7 +97,7 @@ impl Workload {
             }
             "stress-ng" => {
                 let b = StressNgPipe::from_params(&mut p)?;
-                p.finish("pipe, timeout_ms, pipe_data_size, fill_ns")?;
+                p.finish("pipe, timeout_ms, pipe_data_size, fill_cycles")?;
                 Ok(Workload::StressNgPipe(b))
             }
             "context1" => {
@@ -378,7 +378,7 @@ mod spec_tests {
             "schbench threads=2 workers=3 slice_us=500",
             "tbench clients=2",
             "make jobs=4 scale=0.01",
-            "stress-ng pipe=2 timeout_ms=50 fill_ns=10",
+            "stress-ng pipe=2 timeout_ms=50 fill_cycles=10",
             "context1 copies=3 duration_ms=20",
         ] {
             let w = Workload::parse(spec).unwrap();
