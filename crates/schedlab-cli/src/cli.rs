@@ -54,6 +54,11 @@ pub enum Command {
         /// Kill the command's whole session after this many seconds.
         #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 60)]
         timeout_s: u64,
+        /// Also record sched_stat_runtime (the runtime the kernel charges each task
+        /// at every update_curr()); trace-summary then reports the runtime charged
+        /// per run. A heavier trace: the command runs slower.
+        #[arg(long)]
+        runtime: bool,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,

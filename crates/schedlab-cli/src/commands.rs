@@ -22,7 +22,9 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Calibrate { name, out, quick } => calibrate_cmd(name, out, quick),
-        Command::Record { out, buffer_kb, timeout_s, command } => record_cmd(&out, buffer_kb, timeout_s, &command),
+        Command::Record { out, buffer_kb, timeout_s, runtime, command } => {
+            record_cmd(&out, buffer_kb, timeout_s, runtime, &command)
+        }
         Command::TraceSummary { traces, comm } => crate::trace_summary::run(&traces, comm.as_deref()),
         Command::Swarm { seed, scenarios, jobs } => crate::swarm::run(seed, scenarios, schedlab_spec::parallel::threads(jobs)?),
         Command::Bench { quick, one: None, format, .. } => crate::bench::run(quick, format == Format::Json),
@@ -164,7 +166,7 @@ fn run(a: &RunArgs) -> Result<(), Failure> {
 
 /// `schedlab record`: a real command's scheduler events, written only if the
 /// command ran to its end (a temporary file renamed into place).
-fn record_cmd(out: &std::path::Path, buffer_kb: u32, timeout_s: u64, argv: &[String]) -> Result<(), Failure> {
+fn record_cmd(out: &std::path::Path, buffer_kb: u32, timeout_s: u64, runtime: bool, argv: &[String]) -> Result<(), Failure> {
     use schedlab_host::run::Outcome;
     if !(64..=1 << 20).contains(&buffer_kb) {
         return Err(SpecError::new("buffer-kb", buffer_kb.to_string(), "an integer from 64 to 1048576").into());
@@ -173,7 +175,7 @@ fn record_cmd(out: &std::path::Path, buffer_kb: u32, timeout_s: u64, argv: &[Str
         return Err(SpecError::new("timeout-s", timeout_s.to_string(), "an integer from 1 to 3600").into());
     }
     let out = &outputs::check("out", out)?;
-    let rec = schedlab_host::record::record(argv, buffer_kb, std::time::Duration::from_secs(timeout_s))
+    let rec = schedlab_host::record::record(argv, buffer_kb, std::time::Duration::from_secs(timeout_s), runtime)
         .map_err(|e| Failure::Host(format!("record: {e}")))?;
     match rec.outcome {
         Outcome::Exited(s) if s.success() => {}

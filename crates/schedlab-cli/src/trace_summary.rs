@@ -1,6 +1,7 @@
 //! `schedlab trace-summary`: what one or two ftrace recordings (real, from
 //! `schedlab record` or tracefs, or simulated, from `run --trace`) say the tasks
-//! did: switches, wakeups, migrations, run lengths and wakeup latencies; with two
+//! did: switches, wakeups, migrations, run lengths and wakeup latencies (and,
+//! from a `record --runtime` trace, the runtime charged per run); with two
 //! traces, side by side, the most different figure first. Traces are read as a
 //! stream, so their size is not limited by memory.
 
@@ -47,7 +48,7 @@ pub fn run(traces: &[std::path::PathBuf], comm: Option<&str>) -> Result<(), Fail
         [one] => {
             let (a, b) = one.span();
             println!("{} ({who}, {:.6} s of trace)", traces[0].display(), b.saturating_sub(a) as f64 / 1e9);
-            for (figure, v) in one.figures() {
+            for (figure, v) in one.figures().into_iter().chain(one.charged_figures()) {
                 println!("  {figure:<34} {v:>12.1}");
             }
         }
@@ -57,6 +58,15 @@ pub fn run(traces: &[std::path::PathBuf], comm: Option<&str>) -> Result<(), Fail
             for d in compare(first, second) {
                 let ratio = if d.real == 0.0 { "-".to_string() } else { format!("{:.2}", d.sim / d.real) };
                 println!("  {:<34} {:>12.1} {:>12.1} {:>9}", d.figure, d.real, d.sim, ratio);
+            }
+            // Only a trace with sched_stat_runtime has these; in a simulated one a
+            // run's length is what it is charged.
+            let (a, b) = (first.charged_figures(), second.charged_figures());
+            let names: Vec<&str> = a.iter().chain(&b).map(|&(f, _)| f).collect();
+            for name in names.iter().take(a.len().max(b.len())) {
+                let cell =
+                    |v: &[(&str, f64)]| v.iter().find(|(f, _)| f == name).map_or("-".to_string(), |(_, x)| format!("{x:.1}"));
+                println!("  {:<34} {:>12} {:>12} {:>9}", name, cell(&a), cell(&b), "-");
             }
         }
         _ => unreachable!("clap takes one or two traces"),

@@ -436,6 +436,12 @@ fn record_writes_a_parsable_trace_and_leaves_no_instance() {
     let lines = schedlab_trace::parse_trace(&text).unwrap();
     assert!(lines.iter().any(|l| l.event.name() == "sched_process_fork"));
     assert!(lines.iter().any(|l| l.event.name() == "sched_process_exit"));
+    assert!(!lines.iter().any(|l| l.event.name() == "sched_stat_runtime"), "only with --runtime");
+    // With --runtime the kernel's charged runtime is recorded too.
+    let o = schedlab(&["record", "--runtime", "--out", out.to_str().unwrap(), "--", "/bin/sh", "-c", "sleep 0.01"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = schedlab_trace::parse_trace(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(lines.iter().any(|l| l.event.name() == "sched_stat_runtime"));
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     if let Some(root) = mounts.lines().find(|l| l.split_whitespace().nth(2) == Some("tracefs")) {
         let dir = PathBuf::from(root.split_whitespace().nth(1).unwrap()).join("instances");

@@ -16,12 +16,17 @@ pub struct Recording {
 }
 
 /// Runs `argv` in its own session with the scheduler tracepoints recording into a
-/// private instance of `buffer_kb` KiB per CPU, for at most `limit`. Tracing starts
-/// just before the command and stops as soon as it ends; the instance is removed
-/// (and tracefs unmounted if it was mounted here) on every path out.
-pub fn record(argv: &[String], buffer_kb: u32, limit: Duration) -> Result<Recording, HostError> {
+/// private instance of `buffer_kb` KiB per CPU, for at most `limit`. With
+/// `runtime`, `sched_stat_runtime` too: the runtime each `update_curr()` charges
+/// to the running task (one more event per update, so a heavier trace). Tracing
+/// starts just before the command and stops as soon as it ends; the instance is
+/// removed (and tracefs unmounted if it was mounted here) on every path out.
+pub fn record(argv: &[String], buffer_kb: u32, limit: Duration, runtime: bool) -> Result<Recording, HostError> {
     signals::install();
     let inst = Instance::open(buffer_kb)?;
+    if runtime {
+        inst.enable("sched_stat_runtime")?;
+    }
     inst.set_on(true)?;
     let outcome = {
         let mut child = Supervised::spawn(argv)?;

@@ -54,6 +54,11 @@ impl Instance {
         Ok(inst)
     }
 
+    /// Enables one more scheduler tracepoint (`events/sched/<name>`).
+    pub fn enable(&self, name: &str) -> Result<(), HostError> {
+        self.write(&format!("events/sched/{name}/enable"), "1")
+    }
+
     /// The instance's directory.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -58,6 +58,16 @@ pub struct TraceSummary {
     pub preempted_after_ns: Histogram<u64>,
     /// The kept tasks' migrations by kind.
     pub migration_kinds: BTreeMap<MigrationKind, u64>,
+    /// With `sched_stat_runtime` in the trace (`schedlab record --runtime`): the
+    /// runtime the kernel charged a kept task over one run (switch-in to
+    /// switch-out), ns, over all runs and by how the run ended.
+    pub charged_ns: Histogram<u64>,
+    pub charged_preempted_ns: Histogram<u64>,
+    pub charged_blocked_ns: Histogram<u64>,
+    /// Runtime charged to each running kept task since its switch-in.
+    charged_since_in: BTreeMap<u32, u64>,
+    /// Whether any `sched_stat_runtime` line was read.
+    saw_runtime: bool,
     running_since: BTreeMap<u32, u64>,
     woken_at: BTreeMap<u32, u64>,
     /// Kept tasks last seen going to sleep, not woken since.
@@ -74,6 +84,11 @@ impl Default for TraceSummary {
             wakeup_latency_ns: histogram(),
             preempted_after_ns: histogram(),
             migration_kinds: BTreeMap::new(),
+            charged_ns: histogram(),
+            charged_preempted_ns: histogram(),
+            charged_blocked_ns: histogram(),
+            charged_since_in: BTreeMap::new(),
+            saw_runtime: false,
             running_since: BTreeMap::new(),
             woken_at: BTreeMap::new(),
             asleep: BTreeSet::new(),
@@ -113,11 +128,18 @@ impl TraceSummary {
                         if preempted {
                             record(&mut self.preempted_after_ns, ts.checked_sub(since));
                         }
+                        if self.saw_runtime {
+                            let charged = self.charged_since_in.remove(prev_pid).unwrap_or(0);
+                            record(&mut self.charged_ns, Some(charged));
+                            let by_end = if preempted { &mut self.charged_preempted_ns } else { &mut self.charged_blocked_ns };
+                            record(by_end, Some(charged));
+                        }
                     }
                 }
                 if self.touch(*next_pid, next_comm, ts, keep) {
                     self.asleep.remove(next_pid);
                     self.running_since.insert(*next_pid, ts);
+                    self.charged_since_in.insert(*next_pid, 0);
                     if let Some(w) = self.woken_at.remove(next_pid) {
                         record(&mut self.wakeup_latency_ns, ts.checked_sub(w));
                     }
@@ -150,6 +172,16 @@ impl TraceSummary {
                     MigrationKind::Interrupt
                 };
                 *self.migration_kinds.entry(kind).or_default() += 1;
+            }
+            Event::Other { name, args } if name == "sched_stat_runtime" => {
+                self.saw_runtime = true;
+                if let Some((comm, pid, runtime)) = stat_runtime_args(args) {
+                    if self.touch(pid, comm, ts, keep) {
+                        if let Some(c) = self.charged_since_in.get_mut(&pid) {
+                            *c += runtime;
+                        }
+                    }
+                }
             }
             _ => {}
         }
@@ -212,6 +244,41 @@ impl TraceSummary {
             ("switches per task p90", nearest_rank(&per_task, 0.9) as f64),
         ]
     }
+}
+
+impl TraceSummary {
+    /// The runtime charged per run (µs), when the trace has `sched_stat_runtime`
+    /// lines; empty otherwise (a simulated trace has none: there a run's length is
+    /// what it is charged).
+    pub fn charged_figures(&self) -> Vec<(&'static str, f64)> {
+        if !self.saw_runtime {
+            return Vec::new();
+        }
+        let us = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
+        vec![
+            ("runtime charged per run p50 us", us(&self.charged_ns, 0.5)),
+            ("runtime charged per run p90 us", us(&self.charged_ns, 0.9)),
+            ("charged, runs ending preempted p50", us(&self.charged_preempted_ns, 0.5)),
+            ("charged, runs ending blocked p50", us(&self.charged_blocked_ns, 0.5)),
+        ]
+    }
+}
+
+/// `comm=%s pid=%d runtime=%Lu [ns]`, the arguments `sched_stat_runtime` prints
+/// (v6.8+; earlier kernels add `vruntime=`, which is skipped).
+fn stat_runtime_args(args: &str) -> Option<(&str, u32, u64)> {
+    let (mut comm, mut pid, mut runtime) = (None, None, None);
+    // A comm may hold spaces: it runs up to " pid=".
+    let (c, rest) = args.strip_prefix("comm=")?.split_once(" pid=")?;
+    comm.get_or_insert(c);
+    for field in rest.split_whitespace() {
+        if let Some(v) = field.strip_prefix("runtime=") {
+            runtime = v.parse().ok();
+        } else if pid.is_none() {
+            pid = field.parse().ok();
+        }
+    }
+    Some((comm?, pid?, runtime?))
 }
 
 /// Records an interval; one whose end precedes its start (joined traces) is not.
@@ -322,6 +389,32 @@ mod tests {
                 (MigrationKind::IdleCpu, 1),
             ]
         );
+    }
+
+    /// With sched_stat_runtime lines, each run's charged runtime is the sum of
+    /// its task's lines between its switch-in and its switch-out; without any,
+    /// there are no charged figures.
+    #[test]
+    fn runtime_charged_per_run_from_sched_stat_runtime() {
+        assert!(TraceSummary::of(&parse_trace(TRACE).unwrap(), &|c| c == "hb").charged_figures().is_empty());
+        let trace = "\
+           <idle>-0       [000] d..2.   100.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=10 next_prio=120
+              hb-10      [000] d..2.   100.000010: sched_stat_runtime: comm=hb pid=10 runtime=1500 [ns]
+              hb-10      [000] d..2.   100.000020: sched_stat_runtime: comm=hb pid=10 runtime=2500 [ns]
+              hb-10      [000] d..2.   100.000030: sched_switch: prev_comm=hb prev_pid=10 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=11 next_prio=120
+              hb-11      [000] d..2.   100.000040: sched_stat_runtime: comm=hb pid=11 runtime=7000 [ns]
+              hb-11      [000] d..2.   100.000050: sched_switch: prev_comm=hb prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=hb next_pid=10 next_prio=120
+";
+        let s = TraceSummary::of(&parse_trace(trace).unwrap(), &|c| c == "hb");
+        assert_eq!(s.charged_ns.len(), 2);
+        assert!(s.charged_preempted_ns.equivalent(s.charged_preempted_ns.max(), 4_000), "task 10: 1.5 + 2.5 us, preempted");
+        assert!(s.charged_blocked_ns.equivalent(s.charged_blocked_ns.max(), 7_000), "task 11: 7 us, blocked");
+        let f = s.charged_figures();
+        assert_eq!(f.len(), 4);
+        assert!((f[2].1 - 4.0).abs() < 0.01 && (f[3].1 - 7.0).abs() < 0.01, "{f:?}");
+        assert_eq!(stat_runtime_args("comm=kworker/0:1 H pid=7 runtime=5 [ns]"), Some(("kworker/0:1 H", 7, 5)));
+        assert_eq!(stat_runtime_args("comm=a pid=3 runtime=9 [ns] vruntime=100 [ns]"), Some(("a", 3, 9)));
+        assert_eq!(stat_runtime_args("pid=3 runtime=9"), None);
     }
 
     /// Read as a stream, the trace gives the same summary as parsed whole.
