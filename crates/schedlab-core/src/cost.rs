@@ -183,7 +183,7 @@ pub struct MachineProfile {
     /// take a slot each, so a pipe filled with small packets pays them on most
     /// calls; a byte stream merges into its last page. `schedlab calibrate`
     /// measures both as batches of 16 packets written then read in one process,
-    /// less one packet written and read (which reuses a spare); absent, 0 (the
+    /// less batches that use only the pipe's spare pages; absent, 0 (the
     /// shipped bare-metal profiles fold page allocation into `copy_ps_per_byte`).
     #[serde(default)]
     pub pipe_page_alloc_ns: u64,
