@@ -1192,10 +1192,9 @@ fn add_chain(iters: u64) -> Option<()> {
         unsafe {
             std::arch::asm!(
                 "2:",
-                "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-                "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-                "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-                "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                ".rept 16",
+                "add {x}, 1",
+                ".endr",
                 "dec {n}",
                 "jnz 2b",
                 x = inout(reg) 0u64 => _,
@@ -1211,10 +1210,9 @@ fn add_chain(iters: u64) -> Option<()> {
         unsafe {
             std::arch::asm!(
                 "2:",
-                "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1",
-                "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1",
-                "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1",
-                "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1", "add {x}, {x}, #1",
+                ".rept 16",
+                "add {x}, {x}, #1",
+                ".endr",
                 "subs {n}, {n}, #1",
                 "b.ne 2b",
                 x = inout(reg) 0u64 => _,
