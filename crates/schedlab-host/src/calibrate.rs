@@ -1184,42 +1184,30 @@ fn core_clock_mhz(reps: usize) -> Option<f64> {
 
 /// `iters` times 16 dependent adds. Some(()) where it is written for the
 /// architecture.
-#[allow(unreachable_code)]
+#[allow(unreachable_code, unused_macros)]
 fn add_chain(iters: u64) -> Option<()> {
+    // The loop, with the architecture's add, decrement and branch.
+    macro_rules! chain {
+        ($add:literal, $dec:literal, $branch:literal) => {
+            // SAFETY: register arithmetic and a counted loop; no memory, no stack.
+            unsafe {
+                std::arch::asm!(
+                    "2:", ".rept 16", $add, ".endr", $dec, $branch,
+                    x = inout(reg) 0u64 => _,
+                    n = inout(reg) iters.max(1) => _,
+                    options(nomem, nostack),
+                )
+            }
+        };
+    }
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: register arithmetic and a counted loop; no memory, no stack.
-        unsafe {
-            std::arch::asm!(
-                "2:",
-                ".rept 16",
-                "add {x}, 1",
-                ".endr",
-                "dec {n}",
-                "jnz 2b",
-                x = inout(reg) 0u64 => _,
-                n = inout(reg) iters.max(1) => _,
-                options(nomem, nostack),
-            );
-        }
+        chain!("add {x}, 1", "dec {n}", "jnz 2b");
         return Some(());
     }
     #[cfg(target_arch = "aarch64")]
     {
-        // SAFETY: register arithmetic and a counted loop; no memory, no stack.
-        unsafe {
-            std::arch::asm!(
-                "2:",
-                ".rept 16",
-                "add {x}, {x}, #1",
-                ".endr",
-                "subs {n}, {n}, #1",
-                "b.ne 2b",
-                x = inout(reg) 0u64 => _,
-                n = inout(reg) iters.max(1) => _,
-                options(nomem, nostack),
-            );
-        }
+        chain!("add {x}, {x}, #1", "subs {n}, {n}, #1", "b.ne 2b");
         return Some(());
     }
     let _ = iters;
