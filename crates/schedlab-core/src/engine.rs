@@ -167,9 +167,6 @@ struct TaskExec {
     last: OpResult,
     /// A preempted segment: (ns left, kernel?).
     seg_remaining: Option<(u64, bool)>,
-    /// Running the tail of a system call that is about to switch out: the
-    /// wakeups and IPIs it made (see `segment_done`).
-    in_call_tail: bool,
     /// A preempted stream: its work left (ns alone, local memory) and what it asks.
     stream_left: Option<(u64, StreamAsk)>,
     /// The node of the first CPU the task ran on (first touch after fork).
@@ -693,7 +690,6 @@ impl Engine {
             stream_left: None,
             home_node: None,
             refill_ns: 0,
-            in_call_tail: false,
             cache_cpu: None,
             working_set_bytes,
             cache_marks: (0, 0),
@@ -1408,21 +1404,10 @@ impl Engine {
         let p = self.sys.curr(cpu).expect("segment on a busy CPU");
         self.stop_stream(cpu);
         self.account_segment(cpu, p);
-        let tail_done = std::mem::take(&mut self.exec[p].in_call_tail);
         let outcome = if self.exec[p].op.is_some() { self.apply_op(cpu, p) } else { Outcome::Continue };
         match outcome {
             Outcome::Continue => {
                 if self.resched_pending(cpu) {
-                    // A call that asked for a switch (its wakeup preempts it) runs
-                    // what it did on the others' behalf before it leaves: the
-                    // wakeups (`try_to_wake_up()` runs in the waker's context, on
-                    // its runtime) and the IPIs it sent. Only then does the switch,
-                    // whose own cost the next task pays, happen.
-                    if !tail_done && self.sys.pending_overhead_ns[cpu] > 0 {
-                        self.exec[p].in_call_tail = true;
-                        self.start_segment(cpu, p, 0, true);
-                        return;
-                    }
                     // At the end of a segment: a system call returning to user
                     // space, or user code reaching a point the model checks, both
                     // reschedule through schedule() (`R`).
