@@ -1408,6 +1408,14 @@ impl Engine {
         match outcome {
             Outcome::Continue => {
                 if self.resched_pending(cpu) {
+                    // What the call charged on others' behalf (its wakeups, the
+                    // IPIs it sent) stays pending for the task switched in: when a
+                    // wakeup preempts its waker, wakeup_preempt() asks for
+                    // rq_clock_skip_update(), __schedule() then skips its clock
+                    // update, and the time from the wakeup's enqueue to the switch
+                    // is charged to the next task (kernel/sched/core.c, v6.18; the
+                    // part of try_to_wake_up() before its rq lock, which is the
+                    // waker's, is not priced apart).
                     // At the end of a segment: a system call returning to user
                     // space, or user code reaching a point the model checks, both
                     // reschedule through schedule() (`R`).

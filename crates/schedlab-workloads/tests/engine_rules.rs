@@ -535,3 +535,42 @@ fn user_work_in_cycles_takes_the_machines_clock() {
     assert_eq!(user_ns(Some(2000)), 2_000);
     assert_eq!(user_ns(None), 1_500);
 }
+
+/// One CPU under `policy`: a child blocks reading a pipe; its parent computes,
+/// sleeps, then writes, which wakes the child; the child preempts its parent
+/// (the parent ran, the child did not). Returns (parent, child) system time.
+fn preempting_wakeup_sys_ns(policy: &str, wakeup_ns: u64) -> (u64, u64) {
+    let child = Script::new(vec![Op::Read { chan: 0, bytes: 100 }]);
+    let ops = vec![
+        Op::Pipe,
+        Op::Fork { kind: ForkKind::Process, comm: Some("child".into()), program: Box::new(child) },
+        Op::Compute { ns: 20_000_000 },
+        Op::Sleep { ns: 5_000_000 },
+        Op::Write { chan: 0, bytes: 100 },
+        Op::Compute { ns: 2_000_000 },
+        Op::WaitChild,
+    ];
+    let mut profile = common::unit_profile();
+    profile.wakeup_ns = wakeup_ns;
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let r = Engine::new(Topology::parse("1x1x1x1").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let task = |comm: &str| r.tasks.iter().find(|t| t.comm == comm).unwrap().clone();
+    let (parent, child) = (task("main"), task("child"));
+    assert!(parent.involuntary >= 1, "the child's wakeup preempts its parent: {parent:?}");
+    (parent.sys_ns, child.sys_ns)
+}
+
+#[test]
+fn a_wakeup_that_preempts_its_waker_is_charged_to_the_task_switched_in() {
+    // The engine's rule, whatever the policy (CFS's sleeper credit makes this
+    // child preempt its parent): rq_clock_skip_update() after the preempting
+    // wakeup charges the time up to the switch to the next task.
+    for policy in ["cfs@4.19", "cfs@5.15"] {
+        let (parent, child) = preempting_wakeup_sys_ns(policy, 500);
+        let (parent_same, child_more) = preempting_wakeup_sys_ns(policy, 5_500);
+        assert_eq!(parent_same, parent, "{policy}");
+        assert_eq!(child_more, child + 5_000, "{policy}");
+    }
+}
