@@ -483,7 +483,7 @@ impl MachineProfile {
 
     /// Time of `cycles` core cycles of user work at `cpu_mhz`.
     pub fn cycles_ns(&self, cycles: u64) -> u64 {
-        (cycles * 1000).div_ceil(self.cpu_mhz.unwrap_or(DEFAULT_CPU_MHZ))
+        cycles.saturating_mul(1000).div_ceil(self.cpu_mhz.unwrap_or(DEFAULT_CPU_MHZ))
     }
 
     /// CPU time to copy `bytes` between user and kernel space.

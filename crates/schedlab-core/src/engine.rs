@@ -1703,13 +1703,7 @@ impl Engine {
                 let mut pipe = Pipe::default();
                 pipe.wake_writer_on_freed_slot = wake_writer_on_freed_slot;
                 pipe.packet = matches!(op, Op::PipePacket);
-                // Spare pages (`pipe->tmp_page`): one, two from v6.15; the pages
-                // are Linux's (0: not modelled).
-                pipe.tmp_page_slots = match self.policy.linux_release() {
-                    Some(v) if v >= (6, 15) => 2,
-                    Some(_) => 1,
-                    None => 0,
-                };
+                pipe.tmp_page_slots = crate::ipc::tmp_page_slots(self.policy.linux_release());
                 self.chans.push(Channel::Pipe(pipe));
                 result = OpResult::Chan(self.chans.len() - 1);
                 Outcome::Continue

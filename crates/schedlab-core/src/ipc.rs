@@ -123,6 +123,17 @@ pub struct Pipe {
     pub tmp_page_slots: u8,
 }
 
+/// The spare pages a Linux pipe of `release` keeps (`pipe->tmp_page`): one, two
+/// from v6.15 ("pipe: cache 2 pages instead of 1"). None (not Linux): 0, the
+/// pages are not modelled.
+pub fn tmp_page_slots(release: Option<(u32, u32)>) -> u8 {
+    match release {
+        Some(v) if v >= (6, 15) => 2,
+        Some(_) => 1,
+        None => 0,
+    }
+}
+
 impl Pipe {
     pub fn bytes(&self) -> u64 {
         self.slots.iter().map(|s| s.end - s.off).sum()

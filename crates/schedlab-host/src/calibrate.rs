@@ -1218,13 +1218,11 @@ fn add_chain(iters: u64) -> Option<()> {
 /// full ring (`PIPE_DEF_BUFFERS`).
 const PAGE_BATCH: usize = 16;
 
-/// The spare pages this host's pipes keep (`pipe->tmp_page`): two from v6.15,
-/// one before.
+/// The spare pages this host's pipes keep (`pipe->tmp_page`), by the model's
+/// rule; an unreadable release is taken as before v6.15.
 fn host_pipe_spare_pages() -> usize {
-    match crate::kernel::major_minor(&crate::kernel::release()) {
-        Some(v) if v >= (6, 15) => 2,
-        _ => 1,
-    }
+    let release = crate::kernel::major_minor(&crate::kernel::release()).unwrap_or((0, 0));
+    usize::from(schedlab_core::ipc::tmp_page_slots(Some(release)))
 }
 
 struct PipePages {

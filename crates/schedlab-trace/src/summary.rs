@@ -267,18 +267,12 @@ impl TraceSummary {
 /// `comm=%s pid=%d runtime=%Lu [ns]`, the arguments `sched_stat_runtime` prints
 /// (v6.8+; earlier kernels add `vruntime=`, which is skipped).
 fn stat_runtime_args(args: &str) -> Option<(&str, u32, u64)> {
-    let (mut comm, mut pid, mut runtime) = (None, None, None);
     // A comm may hold spaces: it runs up to " pid=".
-    let (c, rest) = args.strip_prefix("comm=")?.split_once(" pid=")?;
-    comm.get_or_insert(c);
-    for field in rest.split_whitespace() {
-        if let Some(v) = field.strip_prefix("runtime=") {
-            runtime = v.parse().ok();
-        } else if pid.is_none() {
-            pid = field.parse().ok();
-        }
-    }
-    Some((comm?, pid?, runtime?))
+    let (comm, rest) = args.strip_prefix("comm=")?.split_once(" pid=")?;
+    let mut fields = rest.split_whitespace();
+    let pid = fields.next()?.parse().ok()?;
+    let runtime = fields.next()?.strip_prefix("runtime=")?.parse().ok()?;
+    Some((comm, pid, runtime))
 }
 
 /// Records an interval; one whose end precedes its start (joined traces) is not.
