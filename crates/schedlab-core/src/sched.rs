@@ -332,6 +332,10 @@ pub struct System {
     /// They count as idle for wasted core-time only from then, as they count as
     /// busy in `busy_ns` until then.
     idle_from: Vec<(usize, u64)>,
+    /// No entry of `idle_from` ends before this (a lower bound, exact after
+    /// each sweep): while it lies ahead, nothing in the list has ended yet and
+    /// wasted core-time advances without sorting the list.
+    idle_from_min_ns: u64,
     /// Idle CPUs running the scheduler (woken by an interrupt or their idle
     /// thread, not yet switched to a task): busy in `busy_ns`, so not idle for
     /// wasted core-time, though still idle to the policies as in the kernel.
@@ -365,6 +369,7 @@ impl System {
             waiting_on_busy: 0,
             idle_count: n as u64,
             idle_from: Vec::new(),
+            idle_from_min_ns: u64::MAX,
             working: vec![false; n],
             wasted_ns: 0,
             wasted_since_ns: start_ns,
@@ -509,6 +514,11 @@ impl System {
         let (since, now) = (self.wasted_since_ns, self.now_ns);
         if self.idle_from.is_empty() {
             self.wasted_ns += self.idle_count.min(self.waiting_on_busy) * (now - since);
+        } else if self.idle_from_min_ns > now {
+            // None has ended: all of them are still not idle, as the sweep
+            // below would find.
+            let not_yet = self.idle_from.len() as u64;
+            self.wasted_ns += self.idle_count.saturating_sub(not_yet).min(self.waiting_on_busy) * (now - since);
         } else {
             // Piecewise: each CPU still switching into idle joins the idle count
             // when its switch ends.
@@ -526,6 +536,7 @@ impl System {
             }
             self.wasted_ns += self.idle_count.saturating_sub(not_yet).min(self.waiting_on_busy) * (now - t);
             self.idle_from.retain(|&(_, at)| at > now);
+            self.idle_from_min_ns = self.idle_from.first().map_or(u64::MAX, |&(_, at)| at);
         }
         self.wasted_since_ns = now;
     }
@@ -554,6 +565,7 @@ impl System {
                 Some((_, at)) => *at = (*at).max(at_ns),
                 None => self.idle_from.push((cpu, at_ns)),
             }
+            self.idle_from_min_ns = self.idle_from_min_ns.min(at_ns);
         }
     }
 
