@@ -197,6 +197,18 @@ pub struct MachineProfile {
     /// Waker-side cost of `try_to_wake_up()` for a sleeping task (lock, enqueue,
     /// preemption check), excluding any search the policy charges separately.
     pub wakeup_ns: u64,
+    /// Of `wakeup_ns`, the part a waker is charged when its wakee, enqueued on
+    /// the waker's own CPU, preempts it: `try_to_wake_up()` up to the runqueue
+    /// clock update under the rq lock (kernel/sched/core.c `ttwu_queue()` /
+    /// `ttwu_runnable()`, v6.18), which `update_curr()` in the enqueue then
+    /// charges to the waker. `wakeup_preempt()` asks `rq_clock_skip_update()`,
+    /// so the `__schedule()` that follows keeps that clock and the rest of the
+    /// wakeup is charged to the task switched in. `schedlab calibrate` measures
+    /// it as what a SCHED_IDLE writer pinned with its reader is charged per
+    /// preempting write beyond a context switch and the write. Absent: the
+    /// whole wakeup is charged to the task switched in.
+    #[serde(default)]
+    pub wakeup_waker_ns: Option<u64>,
     /// The waiting side of a blocking pipe call, beyond its attempts'
     /// system-call and body costs: `prepare_to_wait_event()`, the dequeue and
     /// pick of the `schedule()` it sleeps in, and on its return `finish_wait()`
@@ -328,6 +340,7 @@ impl MachineProfile {
             tcp_send_ns: 2000,
             tcp_recv_ns: 300,
             wakeup_ns: 200,
+            wakeup_waker_ns: None,
             wait_ns: 0,
             unix_wait_ns: 0,
             wakeup_remote_ns: 0,
@@ -438,6 +451,7 @@ impl MachineProfile {
         let optional: Vec<(&str, Option<u64>, u64, u64, &str)> = vec![
             ("node_mem_bw_mbps", self.node_mem_bw_mbps, 1, 100_000_000, "MB/s (leave it out for unlimited)"),
             ("cpu_mhz", self.cpu_mhz, 100, 10_000, "MHz (leave it out for 3000)"),
+            ("wakeup_waker_ns", self.wakeup_waker_ns, 0, self.wakeup_ns, "ns, at most wakeup_ns"),
             ("smt_throughput_pct", self.smt_throughput_pct, 50, 200, "per cent of one thread alone"),
             ("cache.l2_bytes", self.cache.as_ref().map(|c| c.l2_bytes), 1, 1 << 40, "bytes"),
             ("cache.llc_bytes", self.cache.as_ref().map(|c| c.llc_bytes), 1, 1 << 40, "bytes"),

@@ -234,6 +234,10 @@ struct CpuExec {
     busy_since_ns: u64,
     /// The stream this CPU's segment is, if it is one.
     stream: Option<RunningStream>,
+    /// How much of the pending scheduler work the running task is charged if
+    /// its call ends in a switch: set by a wakeup onto this CPU that asked to
+    /// preempt it (see `try_to_wake_up`); the rest goes to the task switched in.
+    waker_owned_ns: Option<u64>,
 }
 
 /// Per-task numbers in the result.
@@ -763,6 +767,20 @@ impl Engine {
         self.emit(waker_cpu, TraceKind::Wakeup { p, target_cpu: cpu });
         self.check_preempt(cpu, p, waker_cpu, flags);
         self.wake_enqueue_ns = 0;
+        // A wakeup onto the waker's own CPU that asks to preempt it:
+        // wakeup_preempt() asks rq_clock_skip_update(), so the waker stays
+        // charged up to this wakeup's rq clock update (`wakeup_waker_ns` of it,
+        // and everything it did before) and the task switched in pays the rest
+        // (kernel/sched/core.c, v6.18). A lazy request alone skips nothing
+        // (test_tsk_need_resched() reads the full bit); it, and profiles
+        // without the measurement, keep charging all of it to the next task.
+        if let (Some(w), Some(share)) = (waker, self.sys.cost.wakeup_waker_ns) {
+            if cpu == w && self.sys.active[w] && self.sys.need_resched[w] {
+                let wakeup_ns = self.sys.cost.wakeup_ns;
+                let after_clock_ns = wakeup_ns - share.min(wakeup_ns);
+                self.cpu[w].waker_owned_ns = Some(self.sys.pending_overhead_ns[w].saturating_sub(after_clock_ns));
+            }
+        }
         // A timer wakeup runs in the timer interrupt: a reschedule it asked of its own
         // CPU happens on the interrupt's return, if that CPU was running user code.
         if waker.is_none() && self.sys.cpu_state(waker_cpu) == CpuState::Busy && self.resched_pending(waker_cpu) {
@@ -1114,6 +1132,7 @@ impl Engine {
                 }
                 self.sys.curr[cpu] = None;
                 let c = &mut self.cpu[cpu];
+                c.waker_owned_ns = None;
                 c.idle_start_ns = now + std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
                 self.sys.idle_busy_until_ns[cpu] = c.idle_start_ns;
                 self.sys.active[cpu] = false;
@@ -1336,6 +1355,7 @@ impl Engine {
 
     fn start_segment(&mut self, cpu: usize, p: TaskId, len_ns: u64, kernel: bool) {
         let now = self.sys.now_ns;
+        self.cpu[cpu].waker_owned_ns = None;
         let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
         self.sys.tasks[p].sched_ns += overhead;
         let refill = std::mem::take(&mut self.exec[p].refill_ns);
@@ -1357,6 +1377,7 @@ impl Engine {
     /// The scheduler overhead and cache refill owed count as more of its work.
     fn start_stream(&mut self, cpu: usize, p: TaskId, alone_ns: u64, ask: StreamAsk) {
         let now = self.sys.now_ns;
+        self.cpu[cpu].waker_owned_ns = None;
         let overhead = std::mem::take(&mut self.sys.pending_overhead_ns[cpu]);
         self.sys.tasks[p].sched_ns += overhead;
         let refill = std::mem::take(&mut self.exec[p].refill_ns);
@@ -1408,14 +1429,23 @@ impl Engine {
         match outcome {
             Outcome::Continue => {
                 if self.resched_pending(cpu) {
-                    // What the call charged on others' behalf (its wakeups, the
-                    // IPIs it sent) stays pending for the task switched in: when a
-                    // wakeup preempts its waker, wakeup_preempt() asks for
-                    // rq_clock_skip_update(), __schedule() then skips its clock
-                    // update, and the time from the wakeup's enqueue to the switch
-                    // is charged to the next task (kernel/sched/core.c, v6.18; the
-                    // part of try_to_wake_up() before its rq lock, which is the
-                    // waker's, is not priced apart).
+                    // When a wakeup preempts its waker, wakeup_preempt() asks for
+                    // rq_clock_skip_update() and __schedule() skips its clock
+                    // update: the waker is charged up to the wakeup's rq clock
+                    // update, the task switched in from there (kernel/sched/core.c,
+                    // v6.18). The waker's part runs first, as its own kernel work
+                    // (`waker_owned_ns`, set by the wakeup); what is left of the
+                    // call's pending work is charged to the next task.
+                    if let Some(owned) = self.cpu[cpu].waker_owned_ns.take().filter(|&o| o > 0) {
+                        // An empty kernel segment that pays `owned` as its
+                        // scheduler overhead, then switches (back here, with no
+                        // op and nothing owned).
+                        let rest = self.sys.pending_overhead_ns[cpu] - owned;
+                        self.sys.pending_overhead_ns[cpu] = owned;
+                        self.start_segment(cpu, p, 0, true);
+                        self.sys.pending_overhead_ns[cpu] = rest;
+                        return;
+                    }
                     // At the end of a segment: a system call returning to user
                     // space, or user code reaching a point the model checks, both
                     // reschedule through schedule() (`R`).

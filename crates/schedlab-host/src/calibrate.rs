@@ -267,6 +267,39 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         unix_ring.hop_ns, unix_ring.switches_per_hop, unix_ring.waits_per_hop
     ));
 
+    // How much of a preempting same-CPU wakeup the waker is charged: a SCHED_IDLE
+    // writer and its reader pinned together, every write preempted by the woken
+    // reader. The simulation charges the writer per cycle the switch back to it
+    // and its write; what the kernel charges it beyond that is its part of the
+    // wakeup (up to the rq clock update the following switch skips).
+    let wakeup_waker_ns = match preempted_wake(host.cpu_a, &plan) {
+        Ok(m) if m.preempted_per_write >= 0.9 => {
+            let modelled = context_switch_ns as f64 + syscall + pipe_op_ns as f64;
+            let v = (m.writer_ns - modelled).round().clamp(0.0, wakeup_ns as f64) as u64;
+            let reader_model = (wakeup_ns + context_switch_ns + wait_ns + 2 * pipe_op_ns) as f64 + syscall - v as f64;
+            notes.measured(format!(
+                "wakeup_waker_ns = {v}: a SCHED_IDLE writer and a nice-0 reader pinned to one CPU passing single \
+                 bytes through a pipe ({:.2} preempted writes per write, {:.0} ns per cycle): the writer charged \
+                 {:.0} ns per cycle (sum_exec_runtime) - context switch - write ({modelled:.0} ns); the reader \
+                 charged {:.0} ns, the model with this split {reader_model:.0}",
+                m.preempted_per_write, m.cycle_ns, m.writer_ns, m.reader_ns
+            ));
+            Some(v)
+        }
+        Ok(m) => {
+            notes.estimated(format!(
+                "wakeup_waker_ns left out: the woken reader preempted only {:.2} of the SCHED_IDLE writer's writes \
+                 here, so the whole wakeup is charged to the task switched in",
+                m.preempted_per_write
+            ));
+            None
+        }
+        Err(e) => {
+            notes.estimated(format!("wakeup_waker_ns left out: its measurement failed ({e:#})"));
+            None
+        }
+    };
+
     let exit_ns = floor((fork_total - fork_call - 2.0 * context_switch_ns as f64 - wakeup_ns as f64) / 2.0, 50);
     notes.measured(format!(
         "exit_ns = {exit_ns}: fork + child _exit + waitpid on one CPU {fork_total:.0} ns; \
@@ -535,6 +568,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         tcp_send_ns,
         tcp_recv_ns,
         wakeup_ns,
+        wakeup_waker_ns,
         wait_ns,
         unix_wait_ns,
         ipi_send_ns,
@@ -656,6 +690,97 @@ fn wake_ring(cpu: usize, plan: &Plan, link: RingLink) -> Result<RingTiming> {
         switches_per_hop: (all1 - all0) as f64 / hops,
         waits_per_hop: (vol1 - vol0) as f64 / hops,
     })
+}
+
+/// Per cycle of [`preempted_wake`]: what the kernel charged each thread.
+struct PreemptedWake {
+    writer_ns: f64,
+    reader_ns: f64,
+    cycle_ns: f64,
+    /// The writer's involuntary switches per write: 1 when the reader preempted
+    /// every write.
+    preempted_per_write: f64,
+}
+
+/// A writer thread at SCHED_IDLE and a reader thread at nice 0, both pinned to
+/// `cpu`, pass single bytes through one pipe. Each write wakes the blocked
+/// reader, which preempts the writer (a normal task always preempts an
+/// idle-policy one: `check_preempt_wakeup_fair()`, v6.18), reads the byte and
+/// blocks again, and the writer carries on. Per cycle: the runtime the kernel
+/// charged each thread (`sum_exec_runtime`, /proc/self/task/TID/schedstat),
+/// the wall time, and the writer's involuntary switches. The median of
+/// `plan.reps` blocks; the measuring threads are its own, so no policy change
+/// outlives it.
+fn preempted_wake(cpu: usize, plan: &Plan) -> Result<PreemptedWake> {
+    let (r, w) = pipe().context("pipe for the preempted-wakeup measurement")?;
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel::<libc::pid_t>();
+    let reader = std::thread::Builder::new()
+        .spawn(move || -> Result<()> {
+            pin_current_thread(cpu)?;
+            // SAFETY: gettid() has no preconditions.
+            let _ = tid_tx.send(unsafe { libc::gettid() });
+            let mut b = [0u8; 1];
+            // Ends at EOF, when the writer closes its end.
+            while read_exact(r.as_raw_fd(), &mut b).is_ok() {}
+            Ok(())
+        })
+        .map_err(|e| anyhow!("spawning the reader thread: {e}"))?;
+    let cycles = plan.pingpong_iters.max(100);
+    let reps = plan.reps;
+    let writer = std::thread::Builder::new()
+        .spawn(move || -> Result<Vec<(f64, f64, f64, f64)>> {
+            pin_current_thread(cpu)?;
+            let reader_tid = tid_rx
+                .recv_timeout(Duration::from_nanos(HELPER_TIMEOUT_NS))
+                .map_err(|_| anyhow!("the reader thread did not start"))?;
+            lower_own_priority();
+            // SAFETY: gettid() has no preconditions.
+            let own_tid = unsafe { libc::gettid() };
+            let fd = w.as_raw_fd();
+            for _ in 0..cycles / 10 {
+                write_all(fd, b"x")?;
+            }
+            let mut blocks = Vec::with_capacity(reps);
+            for _ in 0..reps {
+                let (w0, r0) = (thread_runtime_ns(own_tid)?, thread_runtime_ns(reader_tid)?);
+                let s0 = switches_of(libc::RUSAGE_THREAD)?;
+                let t0 = now_ns();
+                for _ in 0..cycles {
+                    write_all(fd, b"x")?;
+                }
+                let t1 = now_ns();
+                let s1 = switches_of(libc::RUSAGE_THREAD)?;
+                let (w1, r1) = (thread_runtime_ns(own_tid)?, thread_runtime_ns(reader_tid)?);
+                let involuntary = ((s1.1 - s1.0) - (s0.1 - s0.0)) as f64;
+                let n = cycles as f64;
+                blocks.push(((w1 - w0) as f64 / n, (r1 - r0) as f64 / n, (t1 - t0) as f64 / n, involuntary / n));
+            }
+            drop(w);
+            Ok(blocks)
+        })
+        .map_err(|e| anyhow!("spawning the writer thread: {e}"))?;
+    let blocks = writer.join().map_err(|_| anyhow!("the writer thread panicked"))?;
+    let read_end = reader.join().map_err(|_| anyhow!("the reader thread panicked"))?;
+    let blocks = blocks?;
+    read_end?;
+    let pick = |f: fn(&(f64, f64, f64, f64)) -> f64| median(blocks.iter().map(f).collect()).unwrap_or(0.0);
+    Ok(PreemptedWake {
+        writer_ns: pick(|b| b.0),
+        reader_ns: pick(|b| b.1),
+        cycle_ns: pick(|b| b.2),
+        preempted_per_write: pick(|b| b.3),
+    })
+}
+
+/// The runtime the kernel has charged thread `tid` of this process so far
+/// (`se.sum_exec_runtime`, the first field of its schedstat), ns.
+fn thread_runtime_ns(tid: libc::pid_t) -> Result<u64> {
+    let path = format!("/proc/self/task/{tid}/schedstat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| anyhow!("{path}: expected three numbers, got {text:?}"))
 }
 
 /// Voluntary and all context switches of this process's threads so far.

@@ -539,7 +539,7 @@ fn user_work_in_cycles_takes_the_machines_clock() {
 /// One CPU under `policy`: a child blocks reading a pipe; its parent computes,
 /// sleeps, then writes, which wakes the child; the child preempts its parent
 /// (the parent ran, the child did not). Returns (parent, child) system time.
-fn preempting_wakeup_sys_ns(policy: &str, wakeup_ns: u64) -> (u64, u64) {
+fn preempting_wakeup_sys_ns(policy: &str, wakeup_ns: u64, wakeup_waker_ns: Option<u64>) -> (u64, u64) {
     let child = Script::new(vec![Op::Read { chan: 0, bytes: 100 }]);
     let ops = vec![
         Op::Pipe,
@@ -552,6 +552,7 @@ fn preempting_wakeup_sys_ns(policy: &str, wakeup_ns: u64) -> (u64, u64) {
     ];
     let mut profile = common::unit_profile();
     profile.wakeup_ns = wakeup_ns;
+    profile.wakeup_waker_ns = wakeup_waker_ns;
     let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
     let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
     let r = Engine::new(Topology::parse("1x1x1x1").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
@@ -568,9 +569,29 @@ fn a_wakeup_that_preempts_its_waker_is_charged_to_the_task_switched_in() {
     // child preempt its parent): rq_clock_skip_update() after the preempting
     // wakeup charges the time up to the switch to the next task.
     for policy in ["cfs@4.19", "cfs@5.15"] {
-        let (parent, child) = preempting_wakeup_sys_ns(policy, 500);
-        let (parent_same, child_more) = preempting_wakeup_sys_ns(policy, 5_500);
+        let (parent, child) = preempting_wakeup_sys_ns(policy, 500, None);
+        let (parent_same, child_more) = preempting_wakeup_sys_ns(policy, 5_500, None);
         assert_eq!(parent_same, parent, "{policy}");
         assert_eq!(child_more, child + 5_000, "{policy}");
+    }
+}
+
+#[test]
+fn a_preempted_waker_is_charged_its_part_of_the_wakeup() {
+    // With `wakeup_waker_ns` measured, the waker runs the wakeup up to its rq
+    // clock update, and what its call charged before it (the wakee's placement
+    // search), before it switches out; only the rest is the next task's. The
+    // same run moves that much from the child to the parent, no more.
+    for policy in ["cfs@4.19", "cfs@5.15"] {
+        let (parent, child) = preempting_wakeup_sys_ns(policy, 5_500, None);
+        let (parent_part, child_part) = preempting_wakeup_sys_ns(policy, 5_500, Some(2_000));
+        let (parent_all, child_all) = preempting_wakeup_sys_ns(policy, 5_500, Some(5_500));
+        let moved = parent_part - parent;
+        assert!((2_000..2_100).contains(&moved), "{policy}: {moved} ns moved to the waker");
+        assert_eq!(child_part, child - moved, "{policy}");
+        // The search before the lock is the same either way; the rest of the
+        // wakeup follows the share.
+        assert_eq!(parent_all, parent_part + 3_500, "{policy}");
+        assert_eq!(child_all, child_part - 3_500, "{policy}");
     }
 }
