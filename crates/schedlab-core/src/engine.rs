@@ -774,8 +774,9 @@ impl Engine {
         // (kernel/sched/core.c, v6.18). A lazy request alone skips nothing
         // (test_tsk_need_resched() reads the full bit); it, and profiles
         // without the measurement, keep charging all of it to the next task.
+        // FreeBSD has no such skip; its policies keep the previous rule too.
         if let (Some(w), Some(share)) = (waker, self.sys.cost.wakeup_waker_ns) {
-            if cpu == w && self.sys.active[w] && self.sys.need_resched[w] {
+            if cpu == w && self.sys.active[w] && self.sys.need_resched[w] && self.policy.linux_release().is_some() {
                 let wakeup_ns = self.sys.cost.wakeup_ns;
                 let after_clock_ns = wakeup_ns - share.min(wakeup_ns);
                 self.cpu[w].waker_owned_ns = Some(self.sys.pending_overhead_ns[w].saturating_sub(after_clock_ns));
