@@ -771,7 +771,8 @@ impl Engine {
         // wakeup_preempt() asks rq_clock_skip_update(), so the waker stays
         // charged up to this wakeup's rq clock update (`wakeup_waker_ns` of it,
         // and everything it did before) and the task switched in pays the rest
-        // (kernel/sched/core.c, v6.18). A lazy request alone skips nothing
+        // (kernel/sched/core.c v6.18; check_preempt_curr() before v6.8 asks
+        // the same skip). A lazy request alone skips nothing
         // (test_tsk_need_resched() reads the full bit); it, and profiles
         // without the measurement, keep charging all of it to the next task.
         // FreeBSD has no such skip; its policies keep the previous rule too.
