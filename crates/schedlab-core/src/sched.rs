@@ -389,6 +389,16 @@ impl System {
         self.this_cpu
     }
 
+    /// When the work charged to `cpu` so far ends: a busy CPU's pending scheduler
+    /// work, or an idle CPU's switch into idle and interrupt work behind it.
+    pub fn charged_until_ns(&self, cpu: usize) -> u64 {
+        if self.active[cpu] {
+            self.now_ns + self.pending_overhead_ns[cpu]
+        } else {
+            self.idle_busy_until_ns[cpu].max(self.now_ns)
+        }
+    }
+
     /// `test_tsk_need_resched(rq->curr)`: a reschedule of `cpu` is already pending.
     pub fn need_resched(&self, cpu: usize) -> bool {
         self.need_resched[cpu]

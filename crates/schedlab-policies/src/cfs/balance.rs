@@ -582,6 +582,52 @@ impl Cfs {
         pulled.max(self.rq[cpu].cfs.h_nr_running)
     }
 
+    /// Whether another CPU's wakeup can enqueue on this runqueue while its newly
+    /// idle pass has the rq lock dropped. `idle_balance()` (v4.19 L9470) and
+    /// `newidle_balance()` (v5.10, v5.15) unlock the runqueue while they browse the
+    /// domains (so does the steal series' `steal_from()`), and clear `idle_stamp`
+    /// only after locking it again ("a task could have been enqueued in the
+    /// meantime"); a wakeup from the same LLC locks the target and enqueues at once
+    /// (`ttwu_queue()`, v4.19 and v5.x), so `ttwu_do_wakeup()` counts the pass so
+    /// far as idle time in `avg_idle`. v3.0 queues every remote wakeup on the
+    /// target's list (TTWU_QUEUE for any other CPU, narrowed to other LLCs in
+    /// v3.6), and from v6.0 `ttwu_queue_cond()` queues a wakeup onto a CPU with
+    /// nothing running: both are taken after the pass, with interrupts on again.
+    pub(crate) fn newidle_pass_takes_wakeups(&self) -> bool {
+        matches!(self.version, KernelVersion::V4_19 | KernelVersion::V5_10 | KernelVersion::V5_15)
+    }
+
+    /// The end of a newly idle pass that found work: the kernel clears
+    /// `idle_stamp` once the pass has locked the runqueue again, when the work
+    /// charged so far (the pass's own search included) is done.
+    pub(crate) fn end_newidle_pass(&mut self, sys: &System, cpu: usize) {
+        if self.newidle_pass_takes_wakeups() {
+            self.rq[cpu].idle_stamp_until_ns = Some(sys.charged_until_ns(cpu));
+        } else {
+            self.rq[cpu].idle_stamp_ns = None;
+        }
+    }
+
+    /// The `idle_stamp` a wakeup of `p` onto `cpu` finds and clears
+    /// (`ttwu_do_wakeup()`): set while the CPU idles, and during a newly idle pass
+    /// that found work only for a wakeup from another CPU of its LLC of a task
+    /// that is not still switching out (`p` went to sleep before the pass began; a
+    /// task still on its CPU is queued on that CPU's list, or waited for,
+    /// instead).
+    pub(crate) fn idle_stamp_for_wakeup(&mut self, sys: &System, cpu: usize, p: TaskId) -> Option<u64> {
+        let waker = sys.this_cpu();
+        let same_llc = self.llc_id(waker) == self.llc_id(cpu);
+        let rq = &mut self.rq[cpu];
+        let stamp = rq.idle_stamp_ns.take()?;
+        match rq.idle_stamp_until_ns.take() {
+            None => Some(stamp),
+            Some(until) => {
+                let in_pass = sys.now_ns < until && waker != cpu && same_llc && sys.tasks[p].slept_at_ns < stamp;
+                in_pass.then_some(stamp)
+            }
+        }
+    }
+
     /// `get_sd_balance_interval()` (v4.19 L8800, v5.10 L9807), in jiffies.
     fn balance_interval_jiffies(&self, balance_interval_ms: u64, busy_factor: u32, busy: bool, ncpus: usize) -> u64 {
         let mut ms = balance_interval_ms;

@@ -649,8 +649,9 @@ impl Cfs {
                 return Some(task);
             }
             self.rq[cpu].idle_stamp_ns = Some(now);
+            self.rq[cpu].idle_stamp_until_ns = None;
             if self.idle_balance(sys, cpu) > 0 {
-                self.rq[cpu].idle_stamp_ns = None;
+                self.end_newidle_pass(sys, cpu);
                 continue;
             }
             self.update_idle_core(sys, cpu);

@@ -154,6 +154,10 @@ pub struct Rq {
     pub wake_avg_idle_ns: u64,
     pub wake_stamp: u64,
     pub idle_stamp_ns: Option<u64>,
+    /// The end of the newly idle balancing pass that found work: `idle_stamp_ns`
+    /// stays set until then (see `newidle_pass_takes_wakeups()`). None while the
+    /// stamp marks a CPU that went idle.
+    pub idle_stamp_until_ns: Option<u64>,
     pub max_idle_balance_cost_ns: u64,
     pub next_balance: u64,
     /// `rq->cpu_load[]`, v4.19's per-tick decayed load indexes.
@@ -1204,6 +1208,7 @@ impl Cfs {
                 wake_avg_idle_ns: 2 * self.sysctl.migration_cost_ns,
                 wake_stamp: 0,
                 idle_stamp_ns: None,
+                idle_stamp_until_ns: None,
                 max_idle_balance_cost_ns: self.sysctl.migration_cost_ns,
                 next_balance: 0,
                 cpu_load: [0; 5],
@@ -1321,8 +1326,9 @@ impl SchedClass for Cfs {
         self.enqueue_task_fair_flags(cpu, p, wakeup, migrated, initial, now);
         self.charge_overload_update(sys, cpu, was_overloaded);
         if wakeup {
-            // ttwu_do_wakeup(): a wakeup onto an idle CPU updates its avg_idle.
-            if let Some(stamp) = self.rq[cpu].idle_stamp_ns.take() {
+            // ttwu_do_wakeup(): a wakeup onto an idle CPU updates its avg_idle; so
+            // does one that lands while a newly idle pass has the rq lock dropped.
+            if let Some(stamp) = self.idle_stamp_for_wakeup(sys, cpu, p) {
                 let rq = &mut self.rq[cpu];
                 let delta = now.saturating_sub(stamp) as i64;
                 let avg = rq.avg_idle_ns as i64;
@@ -1389,12 +1395,13 @@ impl SchedClass for Cfs {
             }
             // The steal series sets idle_stamp here so the search counts as idle time.
             self.rq[cpu].idle_stamp_ns = Some(now);
+            self.rq[cpu].idle_stamp_until_ns = None;
             let mut pulled = self.idle_balance(sys, cpu);
             if pulled == 0 && self.steal_enabled {
                 pulled = self.try_steal(sys, cpu);
             }
             if pulled > 0 {
-                self.rq[cpu].idle_stamp_ns = None;
+                self.end_newidle_pass(sys, cpu);
                 continue;
             }
             // pick_next_task_idle() → update_idle_core(); going tickless keeps the
