@@ -592,7 +592,8 @@ impl Cfs {
     /// far as idle time in `avg_idle`. v3.0 queues every remote wakeup on the
     /// target's list (TTWU_QUEUE for any other CPU, narrowed to other LLCs in
     /// v3.6), and from v6.0 `ttwu_queue_cond()` queues a wakeup onto a CPU with
-    /// nothing running: both are taken after the pass, with interrupts on again.
+    /// nothing running: both are taken after the pass, with interrupts on again
+    /// (the rest of a v6.x pass after it attached a pulled task is left out).
     pub(crate) fn newidle_pass_takes_wakeups(&self) -> bool {
         matches!(self.version, KernelVersion::V4_19 | KernelVersion::V5_10 | KernelVersion::V5_15)
     }
