@@ -616,17 +616,13 @@ impl Cfs {
     /// task still on its CPU is queued on that CPU's list, or waited for,
     /// instead).
     pub(crate) fn idle_stamp_for_wakeup(&mut self, sys: &System, cpu: usize, p: TaskId) -> Option<u64> {
-        let waker = sys.this_cpu();
-        let same_llc = self.llc_id(waker) == self.llc_id(cpu);
         let rq = &mut self.rq[cpu];
         let stamp = rq.idle_stamp_ns.take()?;
-        match rq.idle_stamp_until_ns.take() {
-            None => Some(stamp),
-            Some(until) => {
-                let in_pass = sys.now_ns < until && waker != cpu && same_llc && sys.tasks[p].slept_at_ns < stamp;
-                in_pass.then_some(stamp)
-            }
-        }
+        let Some(until) = rq.idle_stamp_until_ns.take() else { return Some(stamp) };
+        let waker = sys.this_cpu();
+        let in_pass =
+            sys.now_ns < until && waker != cpu && self.llc_id(waker) == self.llc_id(cpu) && sys.tasks[p].slept_at_ns < stamp;
+        in_pass.then_some(stamp)
     }
 
     /// `get_sd_balance_interval()` (v4.19 L8800, v5.10 L9807), in jiffies.
