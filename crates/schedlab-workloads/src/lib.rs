@@ -235,6 +235,28 @@ impl Workload {
         }
     }
 
+    /// The run's elapsed time as the benchmark prints it, in ns. hackbench
+    /// (rt-tests hackbench.c: `Time: %lu.%03lu` of `tv_usec / 1000`) and perf bench
+    /// sched messaging and pipe (`%lu.%03lu [sec]` of `tv_usec / USEC_PER_MSEC`)
+    /// print milliseconds, pft its wall time in centiseconds (`%ld.%02ld` of
+    /// `tv_nsec / 10000000`), all truncated; the others are taken as simulated.
+    /// A comparison's samples are what the benchmark prints, so runs that differ
+    /// by less than its last digit are one sample, as on a real machine, and no
+    /// test is made on a difference the benchmark cannot show. A run shorter than
+    /// one step (which the benchmark would print as 0) keeps its simulated time,
+    /// so that a scaled-down comparison still has something to divide by.
+    pub fn printed_elapsed_ns(&self, elapsed_ns: u64) -> u64 {
+        let step_ns = match self {
+            Workload::Hackbench(_) | Workload::Pipe(_) => 1_000_000,
+            Workload::Pft(_) => 10_000_000,
+            _ => 1,
+        };
+        if elapsed_ns < step_ns {
+            return elapsed_ns;
+        }
+        elapsed_ns / step_ns * step_ns
+    }
+
     /// What the tool itself prints before running.
     pub fn banner(&self) -> String {
         match self {
@@ -365,6 +387,19 @@ impl Workload {
 #[cfg(test)]
 mod spec_tests {
     use super::*;
+
+    /// Times are compared as the benchmarks print them: hackbench and perf bench
+    /// to the millisecond, pft to the centisecond, truncated; a run shorter than
+    /// one step keeps its time; benchmarks that report a rate are untouched.
+    #[test]
+    fn elapsed_is_truncated_to_what_the_benchmark_prints() {
+        let w = |s: &str| Workload::parse(s).unwrap();
+        assert_eq!(w("hackbench").printed_elapsed_ns(7_281_999_999), 7_281_000_000);
+        assert_eq!(w("pipe loops=10").printed_elapsed_ns(5_446_123_456), 5_446_000_000);
+        assert_eq!(w("pft threads=3 mb=5").printed_elapsed_ns(1_904_379_848), 1_900_000_000);
+        assert_eq!(w("pft threads=3 mb=5").printed_elapsed_ns(9_999_999), 9_999_999);
+        assert_eq!(w("tbench clients=4").printed_elapsed_ns(12_345_678_901), 12_345_678_901);
+    }
 
     /// Every workload's spelled-out spec parses back to the same workload.
     #[test]
