@@ -172,19 +172,19 @@ impl Cfs {
     fn sg_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool) -> Sg5 {
         let span = &g.span;
         let mut s = Sg5::empty(gi, g.weight, g.capacity);
+        // The tests are summed rather than branched on: a thousand-CPU scan of
+        // runqueues holding 0, 1 or 2 tasks would mispredict them at random.
+        let mut overloaded = false;
         for i in span.iter() {
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
             s.group_runnable += self.cpu_runnable(i);
             let nr = self.h_nr_runnable(i) as u64;
             s.sum_nr_running += nr;
-            if nr > 1 {
-                *overload = true;
-            }
-            if nr == 0 && self.idle_cpu(sys, i) {
-                s.idle_cpus += 1;
-            }
+            overloaded |= nr > 1;
+            s.idle_cpus += u64::from((nr == 0) & self.idle_cpu(sys, i));
         }
+        *overload |= overloaded;
         s.group_type = group_classify(pct, &s);
         if s.group_type == GroupType::Overloaded {
             s.avg_load = s.group_load * SCALE / s.group_capacity;
