@@ -226,19 +226,46 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
 
     let tlb = tlb_profile(host.cpu_a, &plan, &mut notes)?;
 
-    // Two processes pinned to one CPU ping-pong a byte over two pipes: per round trip
-    // 2 (write + read) + 2 wakeups + 2 context switches. What the waiting side costs
-    // is priced apart (`wait_ns`, the ring below): here the woken side mostly
-    // preempts the writer before the writer waits.
+    // Two processes pinned to one CPU ping-pong a byte over two pipes. Every wait
+    // there ends in a wakeup and the woken side mostly preempts the writer before
+    // it waits (about 1.15 waits per round trip, not 2), so the round trip prices
+    // a wakeup and a wait together, never apart: it stands in for the wakeup only
+    // when the direct measurement below cannot be made.
     let rtt_same = {
         let child = EchoChild::spawn(host.cpu_a)?;
         time_per_op(plan.reps, plan.pingpong_iters, || child.round_trip())?
     };
-    let wakeup_ns = floor((rtt_same - 2.0 * pipe_rw) / 2.0 - context_switch_ns as f64, 50);
-    notes.measured(format!(
-        "wakeup_ns = {wakeup_ns}: same-CPU pipe ping-pong of 2 processes {rtt_same:.0} ns per \
-         round trip; (rtt - 2 x in-process write+read)/2 - context switch"
-    ));
+    // The wakeup alone: a write that wakes a same-CPU sleeper which cannot
+    // preempt the writer, against the same write waking nobody.
+    let local = local_wake(host.cpu_a, &plan);
+    let wakeup_ns = match (&local, local.as_ref().ok().and_then(LocalWake::wakeup_ns)) {
+        (Ok(m), Some(v)) => {
+            notes.measured(format!(
+                "wakeup_ns = {v}: a 1-byte pipe write that wakes a SCHED_IDLE reader asleep on the same CPU \
+                 {:.0} ns - the same write waking nobody {:.0} ns (medians; the reader slept before {:.2} and \
+                 preempted {:.2} of the writes); the same-CPU pipe ping-pong of 2 processes, {rtt_same:.0} ns \
+                 per round trip, is not split (its wakeups and waits go together)",
+                m.wake_write_ns, m.plain_write_ns, m.sleeps_per_wake, m.preempted_per_wake
+            ));
+            v
+        }
+        (outcome, _) => {
+            let v = floor((rtt_same - 2.0 * pipe_rw) / 2.0 - context_switch_ns as f64, 50);
+            let why = match outcome {
+                Ok(m) => format!(
+                    "the sleeper slept before {:.2} and preempted {:.2} of the writes",
+                    m.sleeps_per_wake, m.preempted_per_wake
+                ),
+                Err(e) => format!("its measurement failed ({e:#})"),
+            };
+            notes.estimated(format!(
+                "wakeup_ns = {v}: no direct measurement ({why}); same-CPU pipe ping-pong of 2 processes \
+                 {rtt_same:.0} ns per round trip, (rtt - 2 x in-process write+read)/2 - context switch \
+                 (counts 2 wakeups and no waits per round trip)"
+            ));
+            v
+        }
+    };
 
     // A ring of threads on one CPU passing a byte through one pipe each: every hop
     // is a write that wakes the next thread and a read that waits, so it prices
@@ -788,6 +815,137 @@ fn preempted_wake(cpu: usize, plan: &Plan) -> Result<PreemptedWake> {
         cycle_ns: pick(|b| b.cycle_ns),
         preempted_per_write: pick(|b| b.preempted_per_write),
     })
+}
+
+/// Per sample of [`local_wake`]: medians of its blocks.
+struct LocalWake {
+    /// A 1-byte write into a pipe whose reader sleeps on this CPU, ns.
+    wake_write_ns: f64,
+    /// The same write into a drained pipe nobody waits on, ns.
+    plain_write_ns: f64,
+    /// The waker's involuntary switches per wake write: 0 when the sleeper never
+    /// preempted it.
+    preempted_per_wake: f64,
+    /// The sleeper's voluntary switches per wake write: 1 when it slept before
+    /// every write.
+    sleeps_per_wake: f64,
+}
+
+impl LocalWake {
+    /// The wakeup's cost to the waker: the wake write less the plain one, if the
+    /// measurement is of what it claims (the sleeper slept before the writes and
+    /// did not preempt them); else None.
+    fn wakeup_ns(&self) -> Option<u64> {
+        (self.preempted_per_wake < LOCAL_WAKE_PREEMPTED_AT_MOST && self.sleeps_per_wake > LOCAL_WAKE_SLEPT_AT_LEAST)
+            .then(|| floor(self.wake_write_ns - self.plain_write_ns, 50))
+    }
+}
+
+/// [`local_wake`] measures the wakeup alone only if the sleeper preempted the
+/// waker in at most this share of the writes and slept before at least this
+/// share of them.
+const LOCAL_WAKE_PREEMPTED_AT_MOST: f64 = 0.1;
+const LOCAL_WAKE_SLEPT_AT_LEAST: f64 = 0.9;
+
+/// How long the waker sleeps after each timed write, so that the sleeper (which
+/// runs only when the waker does not) reads the byte and blocks again.
+const LOCAL_WAKE_PAUSE_NS: u64 = 30_000;
+
+/// What waking a sleeper on its own CPU costs the waker, measured apart from
+/// the wait that ends: a waker thread at nice 0 and a sleeper thread at
+/// SCHED_IDLE, both pinned to `cpu`. The sleeper blocks reading a pipe; the
+/// waker writes one byte into it, timed. An idle-policy task never preempts a
+/// normal one (`wakeup_preempt_fair()`, v6.18), so the whole
+/// `try_to_wake_up()` runs inside the write and nothing of the sleeper's side
+/// does. Then the waker sleeps (`LOCAL_WAKE_PAUSE_NS`) while the sleeper reads
+/// and blocks again, and times the same write into a drained pipe nobody reads
+/// (which it then drains itself), after the same sleep. Medians of `plan.reps`
+/// blocks; the policy change dies with the sleeper thread.
+fn local_wake(cpu: usize, plan: &Plan) -> Result<LocalWake> {
+    let (r, w) = pipe().context("pipe for the local-wakeup measurement")?;
+    let (plain_r, plain_w) = pipe().context("second pipe for the local-wakeup measurement")?;
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel::<libc::pid_t>();
+    let sleeper = std::thread::Builder::new()
+        .spawn(move || -> Result<()> {
+            pin_current_thread(cpu)?;
+            lower_own_priority();
+            // SAFETY: gettid() has no preconditions.
+            let _ = tid_tx.send(unsafe { libc::gettid() });
+            let mut b = [0u8; 1];
+            // Ends at EOF, when the waker closes its end.
+            while read_exact(r.as_raw_fd(), &mut b).is_ok() {}
+            Ok(())
+        })
+        .map_err(|e| anyhow!("spawning the sleeper thread: {e}"))?;
+    let samples = (plan.wake_samples / 2).max(100);
+    let reps = plan.reps;
+    let waker = std::thread::Builder::new()
+        .spawn(move || -> Result<Vec<LocalWake>> {
+            pin_current_thread(cpu)?;
+            let sleeper_tid = tid_rx
+                .recv_timeout(Duration::from_nanos(HELPER_TIMEOUT_NS))
+                .map_err(|_| anyhow!("the sleeper thread did not start"))?;
+            let pause = libc::timespec { tv_sec: 0, tv_nsec: LOCAL_WAKE_PAUSE_NS as libc::c_long };
+            // SAFETY: pause is a valid timespec; an interrupted sleep only shortens the pause.
+            let sleep = || unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+            let (fd, plain_fd, plain_rd) = (w.as_raw_fd(), plain_w.as_raw_fd(), plain_r.as_raw_fd());
+            let mut b = [0u8; 1];
+            let mut blocks = Vec::with_capacity(reps);
+            // The first block warms up and is dropped.
+            for block in 0..=reps {
+                let (mut wake, mut plain) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+                let s0 = switches_of(libc::RUSAGE_THREAD)?;
+                let v0 = thread_voluntary_switches(sleeper_tid)?;
+                for _ in 0..samples {
+                    sleep();
+                    let t0 = now_ns();
+                    write_all(fd, b"x")?;
+                    wake.push(now_ns().saturating_sub(t0) as f64);
+                    sleep();
+                    let t0 = now_ns();
+                    write_all(plain_fd, b"x")?;
+                    plain.push(now_ns().saturating_sub(t0) as f64);
+                    read_exact(plain_rd, &mut b)?;
+                }
+                let s1 = switches_of(libc::RUSAGE_THREAD)?;
+                let v1 = thread_voluntary_switches(sleeper_tid)?;
+                if block == 0 {
+                    continue;
+                }
+                let n = samples as f64;
+                blocks.push(LocalWake {
+                    wake_write_ns: median(wake).unwrap_or(0.0),
+                    plain_write_ns: median(plain).unwrap_or(0.0),
+                    preempted_per_wake: ((s1.1 - s1.0) - (s0.1 - s0.0)) as f64 / n,
+                    sleeps_per_wake: (v1 - v0) as f64 / n,
+                });
+            }
+            drop(w);
+            Ok(blocks)
+        })
+        .map_err(|e| anyhow!("spawning the waker thread: {e}"))?;
+    let blocks = waker.join().map_err(|_| anyhow!("the waker thread panicked"))?;
+    let sleeper_end = sleeper.join().map_err(|_| anyhow!("the sleeper thread panicked"))?;
+    let blocks = blocks?;
+    sleeper_end?;
+    let pick = |f: fn(&LocalWake) -> f64| median(blocks.iter().map(f).collect()).unwrap_or(0.0);
+    Ok(LocalWake {
+        wake_write_ns: pick(|b| b.wake_write_ns),
+        plain_write_ns: pick(|b| b.plain_write_ns),
+        preempted_per_wake: pick(|b| b.preempted_per_wake),
+        sleeps_per_wake: pick(|b| b.sleeps_per_wake),
+    })
+}
+
+/// Thread `tid` of this process: its voluntary context switches so far
+/// (`voluntary_ctxt_switches` in /proc/self/task/TID/status).
+fn thread_voluntary_switches(tid: libc::pid_t) -> Result<i64> {
+    let path = format!("/proc/self/task/{tid}/status");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| anyhow!("{path}: no voluntary_ctxt_switches line"))
 }
 
 /// The runtime the kernel has charged thread `tid` of this process so far
@@ -2513,6 +2671,16 @@ mod tests {
         // Charged less than the model: no part; more than a whole wakeup: all of it.
         assert_eq!(waker_part_ns(900.0, 981.0, 785), 0);
         assert_eq!(waker_part_ns(2500.0, 981.0, 785), 785);
+    }
+
+    #[test]
+    fn a_local_wake_counts_only_when_the_sleeper_slept_and_never_preempted() {
+        let m = LocalWake { wake_write_ns: 1432.0, plain_write_ns: 521.0, preempted_per_wake: 0.0, sleeps_per_wake: 1.0 };
+        assert_eq!(m.wakeup_ns(), Some(911));
+        assert_eq!(LocalWake { preempted_per_wake: 0.5, ..m }.wakeup_ns(), None);
+        assert_eq!(LocalWake { sleeps_per_wake: 0.4, ..m }.wakeup_ns(), None);
+        // A difference at or below the floor gives the floor.
+        assert_eq!(LocalWake { wake_write_ns: 530.0, ..m }.wakeup_ns(), Some(50));
     }
 
     #[test]
