@@ -189,6 +189,17 @@ pub struct MachineProfile {
     pub pipe_page_alloc_ns: u64,
     #[serde(default)]
     pub pipe_page_free_ns: u64,
+    /// The inode time stamps a Linux pipe call updates when it moves data, on
+    /// kernels that still did it for anonymous pipes (v6.12 and earlier; by
+    /// v6.18 only FIFOs do, `fifo_pipe_read()` / `fifo_pipe_write()`): a write's
+    /// `file_update_time()` under `sb_start_write_trylock()`, a read's
+    /// `file_accessed()` (`touch_atime()`). `schedlab calibrate` measures both
+    /// as 1-byte writes and reads on a FIFO less the same on an anonymous pipe
+    /// (a FIFO's calls are an anonymous pipe's plus these); absent, 0.
+    #[serde(default)]
+    pub pipe_mtime_ns: u64,
+    #[serde(default)]
+    pub pipe_atime_ns: u64,
     /// One send() / recv() on a loopback TCP connection (TCP_NODELAY), beyond the
     /// system call and the copy: the send pays the whole loopback transmit and
     /// receive path (the receive softirq runs on the sending CPU).
@@ -334,6 +345,8 @@ impl MachineProfile {
             unix_cold_bytes: 0,
             pipe_page_alloc_ns: 0,
             pipe_page_free_ns: 0,
+            pipe_mtime_ns: 0,
+            pipe_atime_ns: 0,
             pipe_write_cold_ns: 0,
             pipe_read_cold_ns: 0,
             pipe_cold_bytes: 0,
@@ -422,6 +435,8 @@ impl MachineProfile {
             ("pipe_cold_bytes", self.pipe_cold_bytes, 0, 1 << 40, "bytes"),
             ("pipe_page_alloc_ns", self.pipe_page_alloc_ns, 0, OP_NS, "ns"),
             ("pipe_page_free_ns", self.pipe_page_free_ns, 0, OP_NS, "ns"),
+            ("pipe_mtime_ns", self.pipe_mtime_ns, 0, OP_NS, "ns"),
+            ("pipe_atime_ns", self.pipe_atime_ns, 0, OP_NS, "ns"),
             ("tcp_send_ns", self.tcp_send_ns, 1, OP_NS, "ns"),
             ("tcp_recv_ns", self.tcp_recv_ns, 1, OP_NS, "ns"),
             ("wakeup_ns", self.wakeup_ns, 1, OP_NS, "ns"),

@@ -1292,7 +1292,7 @@ impl Engine {
                 self.exec[p].refill_ns = owed;
                 return;
             }
-            let cost = self.op_cost(op, false) + self.pipe_page_ns(op, p, true);
+            let cost = self.op_cost(op, false) + self.pipe_page_ns(op, p, true) + self.pipe_stamp_ns(op);
             let access = Self::pipe_access(op);
             let cost = cost + self.pipe_mutex_ns(cpu, p, access, wait, cost) + self.ipc_extra_ns(cpu, access);
             self.start_segment(cpu, p, wait + cost, true);
@@ -1333,7 +1333,7 @@ impl Engine {
                     return;
                 }
                 op => {
-                    let cost = self.op_cost(&op, true) + self.pipe_page_ns(&op, p, false);
+                    let cost = self.op_cost(&op, true) + self.pipe_page_ns(&op, p, false) + self.pipe_stamp_ns(&op);
                     let entry = self.sys.cost.syscall_ns;
                     let access = Self::pipe_access(&op);
                     let cost = cost + self.pipe_mutex_ns(cpu, p, access, entry, cost - entry) + self.ipc_extra_ns(cpu, access);
@@ -1499,6 +1499,27 @@ impl Engine {
             _ => 0,
         };
         entry + body
+    }
+
+    /// The inode time stamps of a pipe call that moves data, on kernels whose
+    /// pipes make them (`stamps_pipe_times()`): a write's `file_update_time()`,
+    /// a read's `file_accessed()` (`pipe_write()` L607 / `pipe_read()` L407 of
+    /// v6.12's fs/pipe.c), charged when the call can move data as the pipe stands when it
+    /// starts (a write into a full pipe or a read of an empty one waits first
+    /// and stamps on its retry).
+    fn pipe_stamp_ns(&self, op: &Op) -> u64 {
+        let c = &self.sys.cost;
+        match *op {
+            Op::Write { chan, .. } => match self.chans.get(chan) {
+                Some(Channel::Pipe(pipe)) if pipe.stamps_times && !pipe.full() => c.pipe_mtime_ns,
+                _ => 0,
+            },
+            Op::Read { chan, .. } => match self.chans.get(chan) {
+                Some(Channel::Pipe(pipe)) if pipe.stamps_times && pipe.readable() => c.pipe_atime_ns,
+                _ => 0,
+            },
+            _ => 0,
+        }
     }
 
     /// What a pipe read or write pays for the pages of the slots it takes or
@@ -1734,6 +1755,7 @@ impl Engine {
                 let wake_writer_on_freed_slot = self.policy.linux_release().is_some_and(|v| v >= (6, 14));
                 let mut pipe = Pipe::default();
                 pipe.wake_writer_on_freed_slot = wake_writer_on_freed_slot;
+                pipe.stamps_times = crate::ipc::stamps_pipe_times(self.policy.linux_release());
                 pipe.packet = matches!(op, Op::PipePacket);
                 pipe.tmp_page_slots = crate::ipc::tmp_page_slots(self.policy.linux_release());
                 self.chans.push(Channel::Pipe(pipe));

@@ -108,6 +108,9 @@ pub struct Pipe {
     /// full", Oleg Nesterov, 2025): a read wakes a writer only when it freed a slot
     /// of a full ring; before, whenever the ring was full as the read began.
     pub wake_writer_on_freed_slot: bool,
+    /// A call that moves data stamps the inode's times (`stamps_pipe_times()`:
+    /// v6.12 and earlier).
+    pub stamps_times: bool,
     /// Packet mode (`pipe2(O_DIRECT)`, v3.4+): writes never merge into the last
     /// slot, and a read takes one slot's packet whole (what the reader's buffer
     /// cannot hold is discarded) and returns (`is_packetized()` in `pipe_read()`).
@@ -132,6 +135,18 @@ pub fn tmp_page_slots(release: Option<(u32, u32)>) -> u8 {
         Some(_) => 1,
         None => 0,
     }
+}
+
+/// Whether a Linux pipe call of `release` that moves data stamps the pipe
+/// inode's times: `pipe_write()` calls `file_update_time()` and `pipe_read()`
+/// `file_accessed()` on every pipe in v6.12 and earlier; v6.18 does it for FIFOs
+/// only (`fifo_pipe_write()` / `fifo_pipe_read()` around the anonymous pipe's
+/// `anon_pipe_write()` / `anon_pipe_read()`: "pipe: don't update {a,c,m}time
+/// for anonymous pipes", taken here as v6.14; the modelled releases fall on
+/// either side of it). Anonymous pipes are the only pipes modelled. None (not
+/// Linux): false.
+pub fn stamps_pipe_times(release: Option<(u32, u32)>) -> bool {
+    release.is_some_and(|v| v < (6, 14))
 }
 
 impl Pipe {

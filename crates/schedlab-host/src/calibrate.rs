@@ -95,6 +95,39 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     let pipe_op_ns = floor(pipe_rw / 2.0 - syscall, 1);
     notes.measured(format!("pipe_op_ns = {pipe_op_ns}: in-process 1-byte write+read {pipe_rw:.0} ns / 2 - syscall"));
 
+    // The inode time stamps a pipe call updates on kernels before v6.14
+    // (`file_update_time()` in a write, `file_accessed()` in a read): a FIFO's
+    // calls still make them, an anonymous pipe's no longer do, so the difference
+    // prices them. On a host whose anonymous pipes stamp them too there is no
+    // difference to measure and `pipe_op_ns` above already holds them.
+    let host_release = crate::kernel::major_minor(&crate::kernel::release());
+    let (pipe_mtime_ns, pipe_atime_ns) = if schedlab_core::ipc::stamps_pipe_times(host_release) {
+        notes.estimated(
+            "pipe_mtime_ns = pipe_atime_ns = 0: this kernel's anonymous pipes stamp their inode times \
+             (before v6.14), so pipe_op_ns includes them"
+                .to_string(),
+        );
+        (0, 0)
+    } else {
+        match pipe_stamp_ns(&plan, timer_ns) {
+            Ok(m) => {
+                let (mtime, atime) = (floor(m.fifo_write_ns - m.anon_write_ns, 0), floor(m.fifo_read_ns - m.anon_read_ns, 0));
+                notes.measured(format!(
+                    "pipe_mtime_ns = {mtime}, pipe_atime_ns = {atime}: 1-byte writes / reads in batches of \
+                     {STAMP_BATCH} on a FIFO in {} ({:.0} / {:.0} ns a call) less the same on an anonymous pipe \
+                     ({:.0} / {:.0} ns): file_update_time() and file_accessed(), which anonymous pipes skip from \
+                     v6.14",
+                    m.dir, m.fifo_write_ns, m.fifo_read_ns, m.anon_write_ns, m.anon_read_ns
+                ));
+                (mtime, atime)
+            }
+            Err(e) => {
+                notes.estimated(format!("pipe_mtime_ns = pipe_atime_ns = 0: the FIFO measurement failed ({e:#})"));
+                (0, 0)
+            }
+        }
+    };
+
     // A pipe's slot pages: batches of 16 packets (`O_DIRECT`, one slot each)
     // written then read in one process, against batches that only use the spare
     // pages the pipe keeps (one, two from v6.15), which allocate and free nothing.
@@ -590,6 +623,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         pipe_write_cold_ns,
         pipe_page_alloc_ns,
         pipe_page_free_ns,
+        pipe_mtime_ns,
+        pipe_atime_ns,
         pipe_read_cold_ns,
         pipe_cold_bytes,
         tcp_send_ns,
@@ -1463,6 +1498,94 @@ impl Pipe {
         write_all(self.write.as_raw_fd(), &self.data[..len])?;
         Ok(read_exact(self.read.as_raw_fd(), &mut self.sink[..len])?)
     }
+}
+
+/// Calls per timed batch in [`pipe_stamp_ns`].
+const STAMP_BATCH: usize = 64;
+
+/// Per-call times of [`pipe_stamp_ns`].
+struct PipeStamps {
+    dir: String,
+    fifo_write_ns: f64,
+    fifo_read_ns: f64,
+    anon_write_ns: f64,
+    anon_read_ns: f64,
+}
+
+/// Removes a path when dropped (a FIFO made for a measurement).
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// 1-byte writes then 1-byte reads in batches of `STAMP_BATCH` by this thread,
+/// on a FIFO (in /dev/shm if it is there, else the temporary directory) and on
+/// an anonymous pipe, the two alternating batch by batch; each batch timed less
+/// one clock read, medians per call. The FIFO is removed on every path out.
+fn pipe_stamp_ns(plan: &Plan, timer_ns: f64) -> Result<PipeStamps> {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = if std::path::Path::new("/dev/shm").is_dir() { std::path::PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    let path = dir.join(format!("schedlab-calibrate-fifo-{}", std::process::id()));
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).context("FIFO path")?;
+    // SAFETY: c_path is a valid NUL-terminated path.
+    if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } != 0 {
+        return Err(os_err(&format!("mkfifo {}", path.display())));
+    }
+    let _remove = RemoveOnDrop(path.clone());
+    let open = |flags: libc::c_int| -> Result<OwnedFd> {
+        // SAFETY: c_path is valid; a returned descriptor is owned by nothing else.
+        let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(os_err(&format!("open {}", path.display())));
+        }
+        // SAFETY: fd is a fresh descriptor.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    // The read end first, non-blocking (a blocking open waits for a writer), then
+    // back to blocking for the measurement.
+    let fifo_r = open(libc::O_RDONLY | libc::O_NONBLOCK)?;
+    let fifo_w = open(libc::O_WRONLY)?;
+    // SAFETY: plain fcntl on our own descriptor.
+    if unsafe { libc::fcntl(fifo_r.as_raw_fd(), libc::F_SETFL, 0) } != 0 {
+        return Err(os_err("fcntl(F_SETFL) on the FIFO"));
+    }
+    let (anon_r, anon_w) = pipe().context("pipe for the time-stamp measurement")?;
+    let batch = |r: RawFd, w: RawFd| -> Result<(f64, f64)> {
+        let mut b = [0u8; 1];
+        let t0 = now_ns();
+        for _ in 0..STAMP_BATCH {
+            write_all(w, b"x")?;
+        }
+        let t1 = now_ns();
+        for _ in 0..STAMP_BATCH {
+            read_exact(r, &mut b)?;
+        }
+        let t2 = now_ns();
+        let per = |ns: u64| (ns as f64 - timer_ns) / STAMP_BATCH as f64;
+        Ok((per(t1 - t0), per(t2 - t1)))
+    };
+    let batches = (plan.pipe_iters / STAMP_BATCH).max(20);
+    let (mut fifo, mut anon) = (Vec::with_capacity(batches), Vec::with_capacity(batches));
+    for i in 0..batches + batches / 10 {
+        let f = batch(fifo_r.as_raw_fd(), fifo_w.as_raw_fd())?;
+        let a = batch(anon_r.as_raw_fd(), anon_w.as_raw_fd())?;
+        // The first tenth warms up.
+        if i >= batches / 10 {
+            fifo.push(f);
+            anon.push(a);
+        }
+    }
+    let med = |v: &[(f64, f64)], write: bool| median(v.iter().map(|x| if write { x.0 } else { x.1 }).collect()).unwrap_or(0.0);
+    Ok(PipeStamps {
+        dir: dir.display().to_string(),
+        fifo_write_ns: med(&fifo, true),
+        fifo_read_ns: med(&fifo, false),
+        anon_write_ns: med(&anon, true),
+        anon_read_ns: med(&anon, false),
+    })
 }
 
 /// Dependent adds per timed chain when measuring the core clock.

@@ -487,14 +487,27 @@ fn a_call_that_waited_pays_the_wait_when_it_runs_again() {
 /// (packet mode or a byte stream), then 16 reads of them. Returns its system
 /// time.
 fn pipe_rounds_sys_ns(policy: &str, packet: bool, bytes: u64, alloc_ns: u64, free_ns: u64) -> u64 {
+    pipe_rounds_sys_ns_with(policy, packet, bytes, |profile| {
+        profile.pipe_page_alloc_ns = alloc_ns;
+        profile.pipe_page_free_ns = free_ns;
+    })
+}
+
+/// Two rounds of 16 writes then 16 reads of `bytes` through one pipe, by one
+/// task on one CPU, with `set` applied to the unit profile: the task's system time.
+fn pipe_rounds_sys_ns_with(
+    policy: &str,
+    packet: bool,
+    bytes: u64,
+    set: impl Fn(&mut schedlab_core::cost::MachineProfile),
+) -> u64 {
     let mut ops = vec![if packet { Op::PipePacket } else { Op::Pipe }];
     for _ in 0..2 {
         ops.extend((0..16).map(|_| Op::Write { chan: 0, bytes }));
         ops.extend((0..16).map(|_| Op::Read { chan: 0, bytes }));
     }
     let mut profile = common::unit_profile();
-    profile.pipe_page_alloc_ns = alloc_ns;
-    profile.pipe_page_free_ns = free_ns;
+    set(&mut profile);
     let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
     let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
     let r = Engine::new(Topology::parse("1x1x1x1").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops))).run();
@@ -519,6 +532,25 @@ fn pipe_slots_pay_for_pages_beyond_the_spares() {
     // Not Linux's pipes: no page costs.
     let base = pipe_rounds_sys_ns("fifo", true, 512, 0, 0);
     assert_eq!(pipe_rounds_sys_ns("fifo", true, 512, alloc, free), base);
+}
+
+#[test]
+fn pipe_calls_stamp_inode_times_until_v6_14() {
+    // v4.19 to v6.12: each of the 32 writes pays file_update_time(), each of the
+    // 32 reads file_accessed(). v6.18's anonymous pipes make neither, nor do
+    // pipes under a policy that is not Linux's.
+    let stamps = |profile: &mut schedlab_core::cost::MachineProfile| {
+        profile.pipe_mtime_ns = 1_000;
+        profile.pipe_atime_ns = 100_000;
+    };
+    for policy in ["cfs@4.19", "cfs@5.15", "eevdf@6.6", "eevdf@6.12"] {
+        let base = pipe_rounds_sys_ns_with(policy, false, 100, |_| {});
+        assert_eq!(pipe_rounds_sys_ns_with(policy, false, 100, stamps), base + 32 * 1_000 + 32 * 100_000, "{policy}");
+    }
+    for policy in ["eevdf@6.18", "fifo"] {
+        let base = pipe_rounds_sys_ns_with(policy, false, 100, |_| {});
+        assert_eq!(pipe_rounds_sys_ns_with(policy, false, 100, stamps), base, "{policy}");
+    }
 }
 
 #[test]
