@@ -1504,9 +1504,9 @@ impl Engine {
     /// The inode time stamps of a pipe call that moves data, on kernels whose
     /// pipes make them (`stamps_pipe_times()`): a write's `file_update_time()`,
     /// a read's `file_accessed()` (`pipe_write()` L607 / `pipe_read()` L407 of
-    /// v6.12's fs/pipe.c), charged when the call can move data as the pipe stands when it
-    /// starts (a write into a full pipe or a read of an empty one waits first
-    /// and stamps on its retry).
+    /// v6.12's fs/pipe.c), charged when the call can move data as the pipe
+    /// stands when it starts (a write into a full pipe or a read of an empty one
+    /// waits first and stamps on its retry).
     fn pipe_stamp_ns(&self, op: &Op) -> u64 {
         let c = &self.sys.cost;
         match *op {

@@ -852,7 +852,7 @@ fn preempted_wake(cpu: usize, plan: &Plan) -> Result<PreemptedWake> {
     })
 }
 
-/// Per sample of [`local_wake`]: medians of its blocks.
+/// What [`local_wake`] measured: medians over its blocks.
 struct LocalWake {
     /// A 1-byte write into a pipe whose reader sleeps on this CPU, ns.
     wake_write_ns: f64,
@@ -1524,8 +1524,17 @@ impl Drop for RemoveOnDrop {
 /// 1-byte writes then 1-byte reads in batches of `STAMP_BATCH` by this thread,
 /// on a FIFO (in /dev/shm if it is there, else the temporary directory) and on
 /// an anonymous pipe, the two alternating batch by batch; each batch timed less
-/// one clock read, medians per call. The FIFO is removed on every path out.
+/// one clock read, medians per call. The FIFO is removed on every path out: a
+/// SIGINT, SIGTERM or SIGHUP meanwhile takes effect once it is gone.
 fn pipe_stamp_ns(plan: &Plan, timer_ns: f64) -> Result<PipeStamps> {
+    let guard = crate::signals::install_scoped();
+    let measured = fifo_and_pipe_ns(plan, timer_ns);
+    guard.finish();
+    measured
+}
+
+/// [`pipe_stamp_ns`]'s measurement; its FIFO is removed when it returns.
+fn fifo_and_pipe_ns(plan: &Plan, timer_ns: f64) -> Result<PipeStamps> {
     use std::os::unix::ffi::OsStrExt;
     let dir = if std::path::Path::new("/dev/shm").is_dir() { std::path::PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
     let path = dir.join(format!("schedlab-calibrate-fifo-{}", std::process::id()));
@@ -1570,6 +1579,9 @@ fn pipe_stamp_ns(plan: &Plan, timer_ns: f64) -> Result<PipeStamps> {
     let batches = (plan.pipe_iters / STAMP_BATCH).max(20);
     let (mut fifo, mut anon) = (Vec::with_capacity(batches), Vec::with_capacity(batches));
     for i in 0..batches + batches / 10 {
+        if crate::signals::interrupted() {
+            bail!("interrupted");
+        }
         let f = batch(fifo_r.as_raw_fd(), fifo_w.as_raw_fd())?;
         let a = batch(anon_r.as_raw_fd(), anon_w.as_raw_fd())?;
         // The first tenth warms up.
