@@ -754,6 +754,56 @@ fn wake_ring(cpu: usize, plan: &Plan, link: RingLink) -> Result<RingTiming> {
     })
 }
 
+/// The reader's policy in [`with_pipe_reader`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReaderPriority {
+    Normal,
+    /// SCHED_IDLE (nice 19 where that is refused): it never preempts the writer.
+    Idle,
+}
+
+/// A reader thread pinned to `cpu` that reads single bytes from a fresh pipe
+/// until end of file, and `measure` on a second thread pinned to `cpu`, given
+/// the pipe's write end (closed when `measure` returns, which ends the reader)
+/// and the reader's thread id. Returns what `measure` returned once both threads
+/// have ended.
+fn with_pipe_reader<T: Send + 'static>(
+    cpu: usize,
+    priority: ReaderPriority,
+    measure: impl FnOnce(RawFd, libc::pid_t) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let (r, w) = pipe().context("pipe for a two-thread measurement")?;
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel::<libc::pid_t>();
+    let reader = std::thread::Builder::new()
+        .spawn(move || -> Result<()> {
+            pin_current_thread(cpu)?;
+            if priority == ReaderPriority::Idle {
+                lower_own_priority();
+            }
+            // SAFETY: gettid() has no preconditions.
+            let _ = tid_tx.send(unsafe { libc::gettid() });
+            let mut b = [0u8; 1];
+            // Ends at EOF, when the writer closes its end.
+            while read_exact(r.as_raw_fd(), &mut b).is_ok() {}
+            Ok(())
+        })
+        .map_err(|e| anyhow!("spawning the reader thread: {e}"))?;
+    let writer = std::thread::Builder::new()
+        .spawn(move || -> Result<T> {
+            pin_current_thread(cpu)?;
+            let reader_tid = tid_rx
+                .recv_timeout(Duration::from_nanos(HELPER_TIMEOUT_NS))
+                .map_err(|_| anyhow!("the reader thread did not start"))?;
+            let measured = measure(w.as_raw_fd(), reader_tid);
+            drop(w);
+            measured
+        })
+        .map_err(|e| anyhow!("spawning the writer thread: {e}"))?;
+    let measured = writer.join().map_err(|_| anyhow!("the writer thread panicked"))?;
+    reader.join().map_err(|_| anyhow!("the reader thread panicked"))??;
+    measured
+}
+
 /// Below this share of preempted writes the primitive measures a mix and the
 /// waker's part is left out.
 const PREEMPTED_ENOUGH: f64 = 0.9;
@@ -786,63 +836,38 @@ struct PreemptedWake {
 /// `plan.reps` blocks; the measuring threads are its own, so no policy change
 /// outlives it.
 fn preempted_wake(cpu: usize, plan: &Plan) -> Result<PreemptedWake> {
-    let (r, w) = pipe().context("pipe for the preempted-wakeup measurement")?;
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel::<libc::pid_t>();
-    let reader = std::thread::Builder::new()
-        .spawn(move || -> Result<()> {
-            pin_current_thread(cpu)?;
-            // SAFETY: gettid() has no preconditions.
-            let _ = tid_tx.send(unsafe { libc::gettid() });
-            let mut b = [0u8; 1];
-            // Ends at EOF, when the writer closes its end.
-            while read_exact(r.as_raw_fd(), &mut b).is_ok() {}
-            Ok(())
-        })
-        .map_err(|e| anyhow!("spawning the reader thread: {e}"))?;
     let cycles = plan.pingpong_iters.max(100);
     let reps = plan.reps;
-    let writer = std::thread::Builder::new()
-        .spawn(move || -> Result<Vec<PreemptedWake>> {
-            pin_current_thread(cpu)?;
-            let reader_tid = tid_rx
-                .recv_timeout(Duration::from_nanos(HELPER_TIMEOUT_NS))
-                .map_err(|_| anyhow!("the reader thread did not start"))?;
-            lower_own_priority();
-            // SAFETY: gettid() has no preconditions.
-            let own_tid = unsafe { libc::gettid() };
-            let fd = w.as_raw_fd();
-            for _ in 0..cycles / 10 {
+    let blocks = with_pipe_reader(cpu, ReaderPriority::Normal, move |fd, reader_tid| {
+        lower_own_priority();
+        // SAFETY: gettid() has no preconditions.
+        let own_tid = unsafe { libc::gettid() };
+        for _ in 0..cycles / 10 {
+            write_all(fd, b"x")?;
+        }
+        let mut blocks = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let (w0, r0) = (thread_runtime_ns(own_tid)?, thread_runtime_ns(reader_tid)?);
+            let s0 = switches_of(libc::RUSAGE_THREAD)?;
+            let t0 = now_ns();
+            for _ in 0..cycles {
                 write_all(fd, b"x")?;
             }
-            let mut blocks = Vec::with_capacity(reps);
-            for _ in 0..reps {
-                let (w0, r0) = (thread_runtime_ns(own_tid)?, thread_runtime_ns(reader_tid)?);
-                let s0 = switches_of(libc::RUSAGE_THREAD)?;
-                let t0 = now_ns();
-                for _ in 0..cycles {
-                    write_all(fd, b"x")?;
-                }
-                let t1 = now_ns();
-                let s1 = switches_of(libc::RUSAGE_THREAD)?;
-                let (w1, r1) = (thread_runtime_ns(own_tid)?, thread_runtime_ns(reader_tid)?);
-                // switches_of() gives (voluntary, all): the difference is involuntary.
-                let involuntary = ((s1.1 - s1.0) - (s0.1 - s0.0)) as f64;
-                let n = cycles as f64;
-                blocks.push(PreemptedWake {
-                    writer_ns: (w1 - w0) as f64 / n,
-                    reader_ns: (r1 - r0) as f64 / n,
-                    cycle_ns: (t1 - t0) as f64 / n,
-                    preempted_per_write: involuntary / n,
-                });
-            }
-            drop(w);
-            Ok(blocks)
-        })
-        .map_err(|e| anyhow!("spawning the writer thread: {e}"))?;
-    let blocks = writer.join().map_err(|_| anyhow!("the writer thread panicked"))?;
-    let read_end = reader.join().map_err(|_| anyhow!("the reader thread panicked"))?;
-    let blocks = blocks?;
-    read_end?;
+            let t1 = now_ns();
+            let s1 = switches_of(libc::RUSAGE_THREAD)?;
+            let (w1, r1) = (thread_runtime_ns(own_tid)?, thread_runtime_ns(reader_tid)?);
+            // switches_of() gives (voluntary, all): the difference is involuntary.
+            let involuntary = ((s1.1 - s1.0) - (s0.1 - s0.0)) as f64;
+            let n = cycles as f64;
+            blocks.push(PreemptedWake {
+                writer_ns: (w1 - w0) as f64 / n,
+                reader_ns: (r1 - r0) as f64 / n,
+                cycle_ns: (t1 - t0) as f64 / n,
+                preempted_per_write: involuntary / n,
+            });
+        }
+        Ok(blocks)
+    })?;
     let pick = |f: fn(&PreemptedWake) -> f64| median(blocks.iter().map(f).collect()).unwrap_or(0.0);
     Ok(PreemptedWake {
         writer_ns: pick(|b| b.writer_ns),
@@ -897,72 +922,47 @@ const LOCAL_WAKE_PAUSE_NS: u64 = 30_000;
 /// (which it then drains itself), after the same sleep. Medians of `plan.reps`
 /// blocks; the policy change dies with the sleeper thread.
 fn local_wake(cpu: usize, plan: &Plan) -> Result<LocalWake> {
-    let (r, w) = pipe().context("pipe for the local-wakeup measurement")?;
     let (plain_r, plain_w) = pipe().context("second pipe for the local-wakeup measurement")?;
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel::<libc::pid_t>();
-    let sleeper = std::thread::Builder::new()
-        .spawn(move || -> Result<()> {
-            pin_current_thread(cpu)?;
-            lower_own_priority();
-            // SAFETY: gettid() has no preconditions.
-            let _ = tid_tx.send(unsafe { libc::gettid() });
-            let mut b = [0u8; 1];
-            // Ends at EOF, when the waker closes its end.
-            while read_exact(r.as_raw_fd(), &mut b).is_ok() {}
-            Ok(())
-        })
-        .map_err(|e| anyhow!("spawning the sleeper thread: {e}"))?;
     let samples = (plan.wake_samples / 2).max(100);
     let reps = plan.reps;
-    let waker = std::thread::Builder::new()
-        .spawn(move || -> Result<Vec<LocalWake>> {
-            pin_current_thread(cpu)?;
-            let sleeper_tid = tid_rx
-                .recv_timeout(Duration::from_nanos(HELPER_TIMEOUT_NS))
-                .map_err(|_| anyhow!("the sleeper thread did not start"))?;
-            let pause = libc::timespec { tv_sec: 0, tv_nsec: LOCAL_WAKE_PAUSE_NS as libc::c_long };
-            // SAFETY: pause is a valid timespec; an interrupted sleep only shortens the pause.
-            let sleep = || unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
-            let (fd, plain_fd, plain_rd) = (w.as_raw_fd(), plain_w.as_raw_fd(), plain_r.as_raw_fd());
-            let mut b = [0u8; 1];
-            let mut blocks = Vec::with_capacity(reps);
-            // The first block warms up and is dropped.
-            for block in 0..=reps {
-                let (mut wake, mut plain) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-                let s0 = switches_of(libc::RUSAGE_THREAD)?;
-                let v0 = thread_voluntary_switches(sleeper_tid)?;
-                for _ in 0..samples {
-                    sleep();
-                    let t0 = now_ns();
-                    write_all(fd, b"x")?;
-                    wake.push(now_ns().saturating_sub(t0) as f64);
-                    sleep();
-                    let t0 = now_ns();
-                    write_all(plain_fd, b"x")?;
-                    plain.push(now_ns().saturating_sub(t0) as f64);
-                    read_exact(plain_rd, &mut b)?;
-                }
-                let s1 = switches_of(libc::RUSAGE_THREAD)?;
-                let v1 = thread_voluntary_switches(sleeper_tid)?;
-                if block == 0 {
-                    continue;
-                }
-                let n = samples as f64;
-                blocks.push(LocalWake {
-                    wake_write_ns: median(wake).unwrap_or(0.0),
-                    plain_write_ns: median(plain).unwrap_or(0.0),
-                    preempted_per_wake: ((s1.1 - s1.0) - (s0.1 - s0.0)) as f64 / n,
-                    sleeps_per_wake: (v1 - v0) as f64 / n,
-                });
+    let blocks = with_pipe_reader(cpu, ReaderPriority::Idle, move |fd, sleeper_tid| {
+        let pause = libc::timespec { tv_sec: 0, tv_nsec: LOCAL_WAKE_PAUSE_NS as libc::c_long };
+        // SAFETY: pause is a valid timespec; an interrupted sleep only shortens the pause.
+        let sleep = || unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+        let (plain_fd, plain_rd) = (plain_w.as_raw_fd(), plain_r.as_raw_fd());
+        let mut b = [0u8; 1];
+        let mut blocks = Vec::with_capacity(reps);
+        // The first block warms up and is dropped.
+        for block in 0..=reps {
+            let (mut wake, mut plain) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+            let s0 = switches_of(libc::RUSAGE_THREAD)?;
+            let v0 = thread_voluntary_switches(sleeper_tid)?;
+            for _ in 0..samples {
+                sleep();
+                let t0 = now_ns();
+                write_all(fd, b"x")?;
+                wake.push(now_ns().saturating_sub(t0) as f64);
+                sleep();
+                let t0 = now_ns();
+                write_all(plain_fd, b"x")?;
+                plain.push(now_ns().saturating_sub(t0) as f64);
+                read_exact(plain_rd, &mut b)?;
             }
-            drop(w);
-            Ok(blocks)
-        })
-        .map_err(|e| anyhow!("spawning the waker thread: {e}"))?;
-    let blocks = waker.join().map_err(|_| anyhow!("the waker thread panicked"))?;
-    let sleeper_end = sleeper.join().map_err(|_| anyhow!("the sleeper thread panicked"))?;
-    let blocks = blocks?;
-    sleeper_end?;
+            let s1 = switches_of(libc::RUSAGE_THREAD)?;
+            let v1 = thread_voluntary_switches(sleeper_tid)?;
+            if block == 0 {
+                continue;
+            }
+            let n = samples as f64;
+            blocks.push(LocalWake {
+                wake_write_ns: median(wake).unwrap_or(0.0),
+                plain_write_ns: median(plain).unwrap_or(0.0),
+                preempted_per_wake: ((s1.1 - s1.0) - (s0.1 - s0.0)) as f64 / n,
+                sleeps_per_wake: (v1 - v0) as f64 / n,
+            });
+        }
+        Ok(blocks)
+    })?;
     let pick = |f: fn(&LocalWake) -> f64| median(blocks.iter().map(f).collect()).unwrap_or(0.0);
     Ok(LocalWake {
         wake_write_ns: pick(|b| b.wake_write_ns),
