@@ -368,7 +368,21 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
 
     // --- Two-CPU measurements ----------------------------------------------------
     let cross = match host.cpu_b {
-        Some(cpu_b) => Some(cross_cpu(&host, cpu_b, &plan, timer_ns)?),
+        Some(cpu_b) => {
+            // A hypervisor that runs other work on these vCPUs meanwhile (steal
+            // time) slows every cross-CPU figure below; say how much there was.
+            let (steal0, t0) = (steal_ticks(&[host.cpu_a, cpu_b]), now_ns());
+            let c = cross_cpu(&host, cpu_b, &plan, timer_ns)?;
+            if let (Some(s0), Some(s1)) = (steal0, steal_ticks(&[host.cpu_a, cpu_b])) {
+                notes.info(format!(
+                    "steal time on CPUs {} and {cpu_b} during the two-CPU measurements: {} ms in {:.1} s",
+                    host.cpu_a,
+                    (s1.saturating_sub(s0)) * 1000 / clock_ticks_per_s(),
+                    (now_ns() - t0) as f64 / 1e9
+                ));
+            }
+            Some(c)
+        }
         None => None,
     };
     let (ipi_send_ns, ipi_latency_ns, ipi_receive_ns, idle_exit_ns, idle_polls, cache_line_ns);
@@ -1497,6 +1511,31 @@ impl Pipe {
     fn write_read(&mut self, len: usize) -> Result<()> {
         write_all(self.write.as_raw_fd(), &self.data[..len])?;
         Ok(read_exact(self.read.as_raw_fd(), &mut self.sink[..len])?)
+    }
+}
+
+/// The steal time (a hypervisor running something else on the vCPU) of `cpus`
+/// so far, in clock ticks: the eighth field of their lines in /proc/stat. None
+/// where it cannot be read.
+fn steal_ticks(cpus: &[usize]) -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let mut total = 0;
+    for cpu in cpus {
+        let name = format!("cpu{cpu}");
+        let line = stat.lines().find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+        total += line.split_whitespace().nth(8)?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// /proc/stat's clock ticks per second (`sysconf(_SC_CLK_TCK)`, USER_HZ).
+fn clock_ticks_per_s() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if v > 0 {
+        v as u64
+    } else {
+        100
     }
 }
 
@@ -2806,6 +2845,16 @@ mod tests {
         // Charged less than the model: no part; more than a whole wakeup: all of it.
         assert_eq!(waker_part_ns(900.0, 981.0, 785), 0);
         assert_eq!(waker_part_ns(2500.0, 981.0, 785), 785);
+    }
+
+    #[test]
+    fn steal_ticks_read_the_cpus_lines_of_proc_stat() {
+        // On Linux /proc/stat has a line per CPU; CPU 0 always exists.
+        if std::path::Path::new("/proc/stat").exists() {
+            assert!(steal_ticks(&[0]).is_some());
+        }
+        assert_eq!(steal_ticks(&[usize::MAX]), None);
+        assert!(clock_ticks_per_s() > 0);
     }
 
     #[test]
