@@ -1292,7 +1292,7 @@ impl Engine {
                 self.exec[p].refill_ns = owed;
                 return;
             }
-            let cost = self.op_cost(op, false) + self.pipe_page_ns(op, p, true) + self.pipe_stamp_ns(op);
+            let cost = self.op_cost(op, false) + self.pipe_page_ns(op, p, true);
             let access = Self::pipe_access(op);
             let cost = cost + self.pipe_mutex_ns(cpu, p, access, wait, cost) + self.ipc_extra_ns(cpu, access);
             self.start_segment(cpu, p, wait + cost, true);
@@ -1333,7 +1333,7 @@ impl Engine {
                     return;
                 }
                 op => {
-                    let cost = self.op_cost(&op, true) + self.pipe_page_ns(&op, p, false) + self.pipe_stamp_ns(&op);
+                    let cost = self.op_cost(&op, true) + self.pipe_page_ns(&op, p, false);
                     let entry = self.sys.cost.syscall_ns;
                     let access = Self::pipe_access(&op);
                     let cost = cost + self.pipe_mutex_ns(cpu, p, access, entry, cost - entry) + self.ipc_extra_ns(cpu, access);
@@ -1483,6 +1483,14 @@ impl Engine {
             Op::Write { chan, bytes } | Op::Read { chan, bytes } => {
                 let is_write = matches!(op, Op::Write { .. });
                 let fixed = match (&self.chans.get(chan), is_write) {
+                    // On kernels whose pipes stamp the inode's times
+                    // (`stamps_pipe_times()`), a call that can move data as the
+                    // pipe stands when it starts also pays a write's
+                    // `file_update_time()` or a read's `file_accessed()`
+                    // (`pipe_write()` L607 / `pipe_read()` L407 of v6.12's
+                    // fs/pipe.c); one that waits first stamps on its retry.
+                    (Some(Channel::Pipe(pipe)), true) if pipe.stamps_times && !pipe.full() => c.pipe_op_ns + c.pipe_mtime_ns,
+                    (Some(Channel::Pipe(pipe)), false) if pipe.stamps_times && pipe.readable() => c.pipe_op_ns + c.pipe_atime_ns,
                     (Some(Channel::Pipe(_)), _) => c.pipe_op_ns,
                     (Some(Channel::Unix(_)), true) => c.unix_send_ns,
                     (Some(Channel::Unix(_)), false) => c.unix_recv_ns,
@@ -1499,27 +1507,6 @@ impl Engine {
             _ => 0,
         };
         entry + body
-    }
-
-    /// The inode time stamps of a pipe call that moves data, on kernels whose
-    /// pipes make them (`stamps_pipe_times()`): a write's `file_update_time()`,
-    /// a read's `file_accessed()` (`pipe_write()` L607 / `pipe_read()` L407 of
-    /// v6.12's fs/pipe.c), charged when the call can move data as the pipe
-    /// stands when it starts (a write into a full pipe or a read of an empty one
-    /// waits first and stamps on its retry).
-    fn pipe_stamp_ns(&self, op: &Op) -> u64 {
-        let c = &self.sys.cost;
-        match *op {
-            Op::Write { chan, .. } => match self.chans.get(chan) {
-                Some(Channel::Pipe(pipe)) if pipe.stamps_times && !pipe.full() => c.pipe_mtime_ns,
-                _ => 0,
-            },
-            Op::Read { chan, .. } => match self.chans.get(chan) {
-                Some(Channel::Pipe(pipe)) if pipe.stamps_times && pipe.readable() => c.pipe_atime_ns,
-                _ => 0,
-            },
-            _ => 0,
-        }
     }
 
     /// What a pipe read or write pays for the pages of the slots it takes or
@@ -1752,12 +1739,12 @@ impl Engine {
         let mut keep = None;
         let outcome = match op {
             Op::Pipe | Op::PipePacket => {
-                let wake_writer_on_freed_slot = self.policy.linux_release().is_some_and(|v| v >= (6, 14));
+                let release = self.policy.linux_release();
                 let mut pipe = Pipe::default();
-                pipe.wake_writer_on_freed_slot = wake_writer_on_freed_slot;
-                pipe.stamps_times = crate::ipc::stamps_pipe_times(self.policy.linux_release());
+                pipe.wake_writer_on_freed_slot = release.is_some_and(|v| v >= (6, 14));
+                pipe.stamps_times = crate::ipc::stamps_pipe_times(release);
                 pipe.packet = matches!(op, Op::PipePacket);
-                pipe.tmp_page_slots = crate::ipc::tmp_page_slots(self.policy.linux_release());
+                pipe.tmp_page_slots = crate::ipc::tmp_page_slots(release);
                 self.chans.push(Channel::Pipe(pipe));
                 result = OpResult::Chan(self.chans.len() - 1);
                 Outcome::Continue

@@ -100,8 +100,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     // calls still make them, an anonymous pipe's no longer do, so the difference
     // prices them. On a host whose anonymous pipes stamp them too there is no
     // difference to measure and `pipe_op_ns` above already holds them.
-    let host_release = crate::kernel::major_minor(&crate::kernel::release());
-    let (pipe_mtime_ns, pipe_atime_ns) = if schedlab_core::ipc::stamps_pipe_times(host_release) {
+    let (pipe_mtime_ns, pipe_atime_ns) = if schedlab_core::ipc::stamps_pipe_times(host_release()) {
         notes.estimated(
             "pipe_mtime_ns = pipe_atime_ns = 0: this kernel's anonymous pipes stamp their inode times \
              (before v6.14), so pipe_op_ns includes them"
@@ -1696,8 +1695,12 @@ const PAGE_BATCH: usize = 16;
 /// The spare pages this host's pipes keep (`pipe->tmp_page`), by the model's
 /// rule; an unreadable release is taken as before v6.15.
 fn host_pipe_spare_pages() -> usize {
-    let release = crate::kernel::major_minor(&crate::kernel::release()).unwrap_or((0, 0));
-    usize::from(schedlab_core::ipc::tmp_page_slots(Some(release)))
+    usize::from(schedlab_core::ipc::tmp_page_slots(Some(host_release().unwrap_or((0, 0)))))
+}
+
+/// This kernel's (major, minor), if uname's release parses.
+fn host_release() -> Option<(u32, u32)> {
+    crate::kernel::major_minor(&crate::kernel::release())
 }
 
 struct PipePages {

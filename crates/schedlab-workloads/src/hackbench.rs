@@ -16,6 +16,11 @@ use schedlab_core::RunResult;
 
 use crate::params::Params;
 
+/// What hackbench prints its time in: milliseconds, truncated (rt-tests
+/// hackbench.c `Time: %lu.%03lu` of `tv_usec / 1000`; perf bench sched
+/// messaging `%lu.%03lu [sec]` of `tv_usec / USEC_PER_MSEC`).
+pub const TIME_STEP_NS: u64 = 1_000_000;
+
 /// Channel type (`-p/--pipe`, or the default socketpair).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ipc {
@@ -76,8 +81,8 @@ impl Hackbench {
 
     /// `Time: S.mmm`, milliseconds truncated as the tool prints them.
     pub fn time_line(res: &RunResult) -> String {
-        let us = res.elapsed_ns() / 1000;
-        format!("Time: {}.{:03}", us / 1_000_000, (us / 1000) % 1000)
+        let ms = res.elapsed_ns() / TIME_STEP_NS;
+        format!("Time: {}.{:03}", ms / 1000, ms % 1000)
     }
 
     pub fn main_program(&self) -> Box<dyn Program> {

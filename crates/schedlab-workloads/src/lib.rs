@@ -235,11 +235,9 @@ impl Workload {
         }
     }
 
-    /// The run's elapsed time as the benchmark prints it, in ns. hackbench
-    /// (rt-tests hackbench.c: `Time: %lu.%03lu` of `tv_usec / 1000`) and perf bench
-    /// sched messaging and pipe (`%lu.%03lu [sec]` of `tv_usec / USEC_PER_MSEC`)
-    /// print milliseconds, pft its wall time in centiseconds (`%ld.%02ld` of
-    /// `tv_nsec / 10000000`), all truncated; the others are taken as simulated.
+    /// The run's elapsed time as the benchmark prints it, in ns: hackbench and
+    /// perf bench sched pipe in milliseconds, pft in centiseconds, truncated (the
+    /// steps beside each one's result line); the others are taken as simulated.
     /// A comparison's samples are what the benchmark prints, so runs that differ
     /// by less than its last digit are one sample, as on a real machine, and no
     /// test is made on a difference the benchmark cannot show. A run shorter than
@@ -247,8 +245,9 @@ impl Workload {
     /// so that a scaled-down comparison still has something to divide by.
     pub fn printed_elapsed_ns(&self, elapsed_ns: u64) -> u64 {
         let step_ns = match self {
-            Workload::Hackbench(_) | Workload::Pipe(_) => 1_000_000,
-            Workload::Pft(_) => 10_000_000,
+            Workload::Hackbench(_) => hackbench::TIME_STEP_NS,
+            Workload::Pipe(_) => pipe::TIME_STEP_NS,
+            Workload::Pft(_) => pft::WALL_STEP_NS,
             _ => 1,
         };
         if elapsed_ns < step_ns {

@@ -25,6 +25,10 @@ use schedlab_core::RunResult;
 
 use crate::params::Params;
 
+/// What pft prints its wall time in: centiseconds, truncated (`%ld.%02lds` of
+/// `tv_nsec / 10000000`).
+pub const WALL_STEP_NS: u64 = 10_000_000;
+
 /// Bytes per page.
 const PAGE_BYTES: u64 = 4096;
 
@@ -66,16 +70,18 @@ impl Pft {
     /// pft's `-T` header and result line (Gb Thr CLine User System Wall flt/cpu/s fault/wsec).
     pub fn result_lines(&self, res: &RunResult) -> String {
         let wall = res.elapsed_ns() as f64 / 1e9;
+        let wall_cs = res.elapsed_ns() / WALL_STEP_NS;
         let cpu: f64 = res.tasks.iter().map(|t| t.run_ns as f64).sum::<f64>() / 1e9;
         let pages = self.pages() as f64;
         format!(
-            "  Gb  Thr CLine   User     System     Wall    flt/cpu/s fault/wsec\n{:3} {:4} {:3} {:8.2}s {:8.2}s {:8.2}s  {:10.3} {:10.3}",
+            "  Gb  Thr CLine   User     System     Wall    flt/cpu/s fault/wsec\n{:3} {:4} {:3} {:8.2}s {:8.2}s {:5}.{:02}s  {:10.3} {:10.3}",
             self.mb / 1024,
             self.threads,
             1,
             0.0,
             cpu,
-            wall,
+            wall_cs / 100,
+            wall_cs % 100,
             pages / cpu.max(1e-9),
             pages / wall.max(1e-9)
         )

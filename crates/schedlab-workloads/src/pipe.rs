@@ -12,6 +12,10 @@ use schedlab_core::RunResult;
 
 use crate::params::Params;
 
+/// What perf bench sched pipe prints its total time in: milliseconds, truncated
+/// (`%lu.%03lu [sec]` of `tv_usec / USEC_PER_MSEC`).
+pub const TIME_STEP_NS: u64 = 1_000_000;
+
 /// Bytes per message: one `int`.
 const MSG_BYTES: u64 = 4;
 
@@ -41,12 +45,12 @@ impl PipeBench {
     /// perf's result lines.
     pub fn result_lines(&self, res: &RunResult) -> String {
         let us = res.elapsed_ns() as f64 / 1000.0;
-        let secs = res.elapsed_ns() / 1000 / 1000;
+        let ms = res.elapsed_ns() / TIME_STEP_NS;
         format!(
             "{:>14}: {}.{:03} [sec]\n\n{:14.6} usecs/op\n{:14} ops/sec",
             " Total time",
-            secs / 1000,
-            secs % 1000,
+            ms / 1000,
+            ms % 1000,
             us / self.loops as f64,
             (self.loops as f64 * 1e6 / us.max(1e-9)) as u64
         )
