@@ -405,6 +405,12 @@ pub struct ValidateArgs {
     /// With no --machine: calibrate in quick mode.
     #[arg(long)]
     pub quick_calibrate: bool,
+    /// Keep every real run, also those the host ran in another state than the
+    /// profile's (its cross-CPU cache-line transfer more than 1.5x off); by
+    /// default, with a profile calibrated on this host, they are set aside,
+    /// listed, and retried.
+    #[arg(long)]
+    pub any_state: bool,
     /// Simulated policy (default: the model of the host kernel's release, with
     /// +HOST_VCPU_PACK on a 6.18 host booted with sched_vcpu_pack=).
     #[arg(long)]

@@ -19,6 +19,7 @@ use serde_json::json;
 use schedlab_core::error::SpecError;
 use schedlab_core::sched::PreemptModel;
 use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
+use schedlab_host::calibrate::{same_host_state, HOST_STATE_FACTOR};
 use schedlab_host::real::{self, RealResult};
 use schedlab_trace::summary;
 use schedlab_workloads::schbench::{REQUEST_LATENCY, WAKEUP_LATENCY};
@@ -250,7 +251,11 @@ impl Metric {
 }
 
 /// (min, max) of some runs.
+/// (min, max); NaN for no values (a row whose real runs were all set aside).
 fn range(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (lo, hi)
@@ -316,7 +321,9 @@ pub struct RowResult {
 /// What the simulated side runs as.
 pub struct SimSide {
     pub topo: Topology,
-    pub machine: MachineProfile,
+    /// The machine profile of each state the host was seen in (see [`HostState`]);
+    /// the first is the one given or calibrated at the start.
+    pub machines: Vec<MachineProfile>,
     pub machine_origin: String,
     pub policy: String,
     pub preempt: PreemptModel,
@@ -326,10 +333,11 @@ pub struct SimSide {
 }
 
 impl SimSide {
-    fn spec(&self, w: &Workload, seed: u64) -> RunSpec {
+    /// The run of `w` with `seed` on the profile of host state `state`.
+    fn spec(&self, w: &Workload, seed: u64, state: usize) -> RunSpec {
         RunSpec {
             topo: self.topo.clone(),
-            machine: self.machine.clone(),
+            machine: self.machines[state].clone(),
             policy: self.policy.clone(),
             sysctls: Vec::new(),
             workload: w.clone(),
@@ -448,51 +456,133 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
             (p, format!("schedlab calibrate{} (fresh)", if a.quick_calibrate { " --quick" } else { "" }))
         }
     };
-    let sim = SimSide { topo, machine, machine_origin, policy, preempt, preempt_origin, autogroup, hz: a.hz };
+    let mut sim = SimSide { topo, machines: vec![machine], machine_origin, policy, preempt, preempt_origin, autogroup, hz: a.hz };
 
     // Real runs, one at a time.
     schedlab_host::signals::install();
-    let total = only.len() as u64 * runs;
-    let mut done = 0;
     // Round-robin over the rows, one run of each per round: the host's own drift
     // (these guests share their machines) then spreads over every row instead of
     // landing on the rows that happen to run during a slow stretch.
     let argvs: Vec<Vec<String>> = only.iter().map(|row| real_argv(&row.spec, cpus.as_deref())).collect::<Result<_, _>>()?;
-    let mut real_results: Vec<Vec<RealResult>> = only.iter().map(|_| Vec::new()).collect();
+    // Each kept real run with the host state it ran in.
+    let mut real_results: Vec<Vec<(RealResult, usize)>> = only.iter().map(|_| Vec::new()).collect();
     let mut real_traces: Vec<Option<String>> = only.iter().map(|_| None).collect();
     let limit = Duration::from_secs(suite.timeout_s);
-    for k in 0..runs {
-        for (i, row) in only.iter().enumerate() {
-            progress(&format!("real {}/{total}: {} (run {})", done + 1, row.name, k + 1));
-            let r = if k == 0 && a.trace.is_some() {
-                let (r, text) = traced_real_run(&argvs[i], limit)?;
-                real_traces[i] = Some(text);
-                r
-            } else {
-                real::run_supervised(&argvs[i], limit).map_err(|e| Failure::Run(format!("{}: {e}", row.name)))?
-            };
-            real_results[i].push(r);
-            done += 1;
+    // The host's state is read before every real run and after it (the reading
+    // after one run is the one before the next). With a profile calibrated on
+    // this host and no --any-state, a run is simulated with the profile of the
+    // state it ran in: a state first seen is calibrated then; a run during which
+    // the state changed is set aside, and a row short of runs after the rounds
+    // gets up to `runs` more attempts.
+    let probe_host = || schedlab_host::calibrate::probe_cache_line_ns().map_err(|e| Failure::Host(format!("validate: {e:#}")));
+    let mut last_probe = probe_host()?;
+    let matched = !a.any_state && schedlab_host::calibrate::is_profile_of_this_host(&sim.machines[0]);
+    let mut state = last_probe.map(|(cpu_a, cpu_b, _)| HostState {
+        cpus: (cpu_a, cpu_b),
+        states_ns: vec![sim.machines[0].cache_line_ns],
+        matched,
+        runs: Vec::new(),
+    });
+    let mut counters_used: Option<String> = None;
+    // Calibrates of states first seen during the runs, at most MAX_HOST_STATES.
+    let mut calibrations = 0;
+    let mut attempts = vec![0u64; only.len()];
+    let mut queue: Vec<usize> = (0..runs).flat_map(|_| 0..only.len()).collect();
+    let mut next = 0;
+    loop {
+        if next == queue.len() {
+            let short: Vec<usize> =
+                (0..only.len()).filter(|&i| (real_results[i].len() as u64) < runs && attempts[i] < 2 * runs).collect();
+            if !matched || short.is_empty() {
+                break;
+            }
+            queue.extend(short);
+        }
+        let i = queue[next];
+        next += 1;
+        attempts[i] += 1;
+        let (row, k) = (only[i], attempts[i]);
+        if let (true, Some(st), Some((_, _, before_ns))) = (matched, &mut state, last_probe) {
+            if st.state_of(before_ns).is_none() && st.states_ns.len() < MAX_HOST_STATES && calibrations < MAX_HOST_STATES {
+                progress(&format!(
+                    "the host reads {before_ns:.0} ns per cross-CPU cache line, another state: calibrating it ..."
+                ));
+                calibrations += 1;
+                let opts = schedlab_host::calibrate::CalibrateOptions { name: "host".into(), quick: a.quick_calibrate };
+                let p = schedlab_host::calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
+                // The host may have moved back meanwhile: a profile of a state
+                // already profiled is not another one.
+                if st.state_of(p.cache_line_ns as f64).is_none() {
+                    st.states_ns.push(p.cache_line_ns);
+                    sim.machines.push(p);
+                }
+                last_probe = probe_host()?;
+            }
+        }
+        progress(&format!("real {}/{}: {} (run {k})", next, queue.len(), row.name));
+        let r = if k == 1 && a.trace.is_some() {
+            let (r, text) = traced_real_run(&argvs[i], limit)?;
+            real_traces[i] = Some(text);
+            r
+        } else {
+            real::run_supervised(&argvs[i], limit).map_err(|e| Failure::Run(format!("{}: {e}", row.name)))?
+        };
+        counters_used.get_or_insert_with(|| r.counters.clone());
+        let ran_in = match (&mut state, last_probe) {
+            (Some(st), Some((_, _, before_ns))) => {
+                last_probe = probe_host()?;
+                let after_ns = last_probe.map_or(f64::NAN, |p| p.2);
+                let mut run = StateRun {
+                    row: row.name.clone(),
+                    run: k,
+                    before_ns,
+                    after_ns,
+                    elapsed_s: r.elapsed_ns as f64 / 1e9,
+                    state: None,
+                };
+                run.state = st.state_of_run(&run);
+                let ran_in = run.state;
+                st.runs.push(run);
+                if matched {
+                    ran_in
+                } else {
+                    Some(0)
+                }
+            }
+            _ => Some(0),
+        };
+        if let Some(s) = ran_in {
+            real_results[i].push((r, s));
         }
     }
     progress_done();
 
     // Simulated runs, all cores.
-    let sims = simulate(&sim, &only, runs, threads)?;
+    // Run j of a row is simulated with seed j + 1 on the profile of the state its
+    // real run ran in; a row with no real run kept, on the first profile.
+    let plans: Vec<Vec<usize>> = real_results
+        .iter()
+        .map(|reals| match reals.is_empty() {
+            true => vec![0; runs as usize],
+            false => reals.iter().map(|&(_, s)| s).collect(),
+        })
+        .collect();
+    let sims = simulate(&sim, &only, &plans, threads)?;
     let mut rows = Vec::new();
     for ((row, reals), sims) in only.iter().zip(&real_results).zip(&sims) {
         let cells = Metric::for_workload(&row.workload)
             .iter()
             .map(|&m| Cell {
                 metric: m,
-                real: reals.iter().filter_map(|r| m.of_real(r)).collect(),
+                real: reals.iter().filter_map(|(r, _)| m.of_real(r)).collect(),
                 sim: sims.iter().filter_map(|r| m.of_sim(r)).collect(),
             })
             .collect();
         rows.push(RowResult { name: row.name.clone(), spec: row.spec.clone(), cells });
     }
-    let counters = real_results.first().and_then(|v| v.first()).map_or("-", |r| r.counters.as_str()).to_string();
-    let header = Header { suite: suite.name.clone(), runs, release, counters, tolerance: suite.tolerance.clone() };
+    let counters = counters_used.unwrap_or_else(|| "-".to_string());
+    let header =
+        Header { suite: suite.name.clone(), runs, release, counters, tolerance: suite.tolerance.clone(), host_state: state };
     let text = match a.format {
         ValidateFormat::Text => text_report(&header, &sim, &rows),
         ValidateFormat::Json => json_report(&header, &sim, &rows),
@@ -528,15 +618,20 @@ fn traced_real_run(argv: &[String], limit: Duration) -> Result<(RealResult, Stri
     Ok((r, text))
 }
 
-/// Every row's simulated runs (seeds 1..=runs), on `threads` threads.
-fn simulate(sim: &SimSide, rows: &[&SuiteRow], runs: u64, threads: usize) -> Result<Vec<Vec<RunResult>>, Failure> {
-    let jobs: Vec<(usize, u64)> = (0..rows.len()).flat_map(|r| (1..=runs).map(move |s| (r, s))).collect();
-    let results = schedlab_spec::parallel::map(&jobs, threads, "simulated side", |&(ri, seed)| {
-        let r = sim.spec(&rows[ri].workload, seed).engine().run();
+/// Every row's simulated runs, on `threads` threads: run j of row r with seed
+/// j + 1 on the profile of host state `plans[r][j]`.
+fn simulate(sim: &SimSide, rows: &[&SuiteRow], plans: &[Vec<usize>], threads: usize) -> Result<Vec<Vec<RunResult>>, Failure> {
+    let jobs: Vec<(usize, u64, usize)> = plans
+        .iter()
+        .enumerate()
+        .flat_map(|(r, states)| states.iter().enumerate().map(move |(j, &st)| (r, j as u64 + 1, st)))
+        .collect();
+    let results = schedlab_spec::parallel::map(&jobs, threads, "simulated side", |&(ri, seed, st)| {
+        let r = sim.spec(&rows[ri].workload, seed, st).engine().run();
         check_result(&r, false).map(|_| r)
     });
     let mut per: Vec<Vec<RunResult>> = (0..rows.len()).map(|_| Vec::new()).collect();
-    for ((ri, _), r) in jobs.iter().zip(results) {
+    for ((ri, _, _), r) in jobs.iter().zip(results) {
         per[*ri].push(r?);
     }
     Ok(per)
@@ -549,7 +644,7 @@ fn trace_comparison(dir: &Path, row: &SuiteRow, real_text: &str, sim: &SimSide) 
     let sim_path = PathBuf::from(format!("{}.sim.txt", base.display()));
     crate::outputs::write_atomically("trace", &real_path, real_text.as_bytes()).map_err(Failure::Run)?;
     let tf = crate::tracefile::TraceFile::create(&sim_path, sim.topo.ncpus())?;
-    let mut eng = sim.spec(&row.workload, 1).engine();
+    let mut eng = sim.spec(&row.workload, 1, 0).engine();
     eng.set_trace(Box::new(tf.sink()));
     let r = eng.run();
     check_result(&r, false)?;
@@ -580,6 +675,103 @@ pub struct Header {
     pub release: String,
     pub counters: String,
     pub tolerance: Tolerance,
+    /// The host's cross-CPU state around the real runs, against the profile's.
+    pub host_state: Option<HostState>,
+}
+
+/// The most host states validate keeps a profile for, and the most calibrates it
+/// makes for states first seen during the real runs.
+const MAX_HOST_STATES: usize = 3;
+
+/// One real run and the host's state around it.
+pub struct StateRun {
+    pub row: String,
+    /// The row's attempt number, from 1.
+    pub run: u64,
+    pub before_ns: f64,
+    pub after_ns: f64,
+    pub elapsed_s: f64,
+    /// The host state both readings belong to; None when they differ (the host
+    /// moved during the run) or belong to no profiled state.
+    pub state: Option<usize>,
+}
+
+/// The host's state around the real runs: the one-way cross-CPU cache-line
+/// transfer, as `calibrate` measures it, read before and after every real run.
+/// These guests' readings sit in one of a few states minutes apart (the
+/// hypervisor's placement of the vCPUs; 36 or 232 ns here), and every
+/// cross-CPU cost and the real runs' times move with them, so each state is a
+/// machine of its own with a profile of its own.
+pub struct HostState {
+    pub cpus: (usize, usize),
+    /// Each profiled state's `cache_line_ns`, in the order of `SimSide::machines`.
+    pub states_ns: Vec<u64>,
+    /// Whether runs are matched to states (a calibrate of this host, no --any-state).
+    pub matched: bool,
+    /// Every real run, in the order they ran.
+    pub runs: Vec<StateRun>,
+}
+
+impl HostState {
+    /// The profiled state a reading belongs to.
+    pub fn state_of(&self, reading_ns: f64) -> Option<usize> {
+        self.states_ns.iter().position(|&s| same_host_state(s.max(1) as f64, reading_ns))
+    }
+
+    /// The state of a run: both readings in the same profiled state.
+    pub fn state_of_run(&self, run: &StateRun) -> Option<usize> {
+        match (self.state_of(run.before_ns), self.state_of(run.after_ns)) {
+            (Some(a), Some(b)) if a == b => Some(a),
+            _ => None,
+        }
+    }
+
+    fn text(&self) -> String {
+        let (lo, hi) = self
+            .runs
+            .iter()
+            .flat_map(|r| [r.before_ns, r.after_ns])
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        let mut out = format!(
+            "host state: cross-CPU cache line (CPUs {} and {}) read before and after every real run: {lo:.0}-{hi:.0} ns\n",
+            self.cpus.0, self.cpus.1
+        );
+        if !self.matched {
+            out.push_str(&format!(
+                "           every run kept and simulated with the profile ({} ns): --any-state, or the profile is not a \
+                 calibrate of this host\n",
+                self.states_ns[0]
+            ));
+            return out;
+        }
+        let per_state: Vec<String> = self
+            .states_ns
+            .iter()
+            .enumerate()
+            .map(|(i, ns)| {
+                let n = self.runs.iter().filter(|r| r.state == Some(i)).count();
+                let origin = if i == 0 { "the first profile" } else { "calibrated when first read" };
+                format!("state {} at {ns} ns ({origin}): {n} runs", i + 1)
+            })
+            .collect();
+        out.push_str(&format!(
+            "           each run simulated with its state's profile (readings within {HOST_STATE_FACTOR}x): {}\n",
+            per_state.join("; ")
+        ));
+        let off: Vec<String> = self
+            .runs
+            .iter()
+            .filter(|r| r.state.is_none())
+            .map(|r| format!("{} run {} ({:.0}/{:.0} ns, {:.3} s)", r.row, r.run, r.before_ns, r.after_ns, r.elapsed_s))
+            .collect();
+        if !off.is_empty() {
+            out.push_str(&format!(
+                "           set aside and retried (the state changed during the run, or a state beyond {MAX_HOST_STATES}): {}\n",
+                off.join("; ")
+            ));
+        }
+        out
+    }
 }
 
 fn fmt_value(m: Metric, v: f64) -> String {
@@ -628,7 +820,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         "schedlab validate: suite {}, {} real and {} simulated runs per row\n\
          real:      Linux {}, each run its own session (setsid); counters: {}\n\
          simulated: {} on the host topology ({} CPUs), preempt={} ({}), autogroup {}, HZ={}, machine: {}\n{}\
-         agreement: elapsed within +-{}%, context switches within +-{}%, migrations within {}x where the real median >= {}\n\n",
+         {}agreement: elapsed within +-{}%, context switches within +-{}%, migrations within {}x where the real median >= {}\n\n",
         h.suite,
         h.runs,
         h.runs,
@@ -646,6 +838,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         } else {
             ""
         },
+        h.host_state.as_ref().map_or_else(String::new, HostState::text),
         t.elapsed_pct,
         t.switches_pct,
         t.migrations_factor,
@@ -669,7 +862,11 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
                 fmt_value(c.metric, c.sim_median()),
                 format!("[{}-{}]", fmt_value(c.metric, sim_lo), fmt_value(c.metric, sim_hi)),
                 err,
-                if c.inside_real_range() { "in" } else { "out" },
+                match (c.real.is_empty(), c.inside_real_range()) {
+                    (true, _) => "-",
+                    (false, true) => "in",
+                    (false, false) => "out",
+                },
                 verdict(c, t)
             ));
         }
@@ -722,6 +919,14 @@ pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         },
         "tolerance": { "elapsed_pct": t.elapsed_pct, "switches_pct": t.switches_pct,
                        "migrations_factor": t.migrations_factor, "migrations_min": t.migrations_min },
+        "host_state": h.host_state.as_ref().map(|hs| json!({
+            "cpus": [hs.cpus.0, hs.cpus.1],
+            "states_cache_line_ns": hs.states_ns, "matched": hs.matched,
+            "real_runs": hs.runs.iter().map(|r| json!({
+                "row": r.row, "run": r.run, "cache_line_ns_before": r.before_ns, "cache_line_ns_after": r.after_ns,
+                "elapsed_s": r.elapsed_s, "state": r.state.map(|s| s + 1),
+            })).collect::<Vec<_>>(),
+        })),
         "rows": rows_json,
         "summary": summary,
     });
@@ -800,6 +1005,36 @@ mod tests {
         let (m, judged, ok, mae) = s[0];
         assert_eq!((m, judged, ok), (Metric::ElapsedS, 2, 1));
         assert!((mae.unwrap() - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_real_run_belongs_to_a_state_only_when_both_readings_do() {
+        let mut st = HostState { cpus: (0, 1), states_ns: vec![36], matched: true, runs: Vec::new() };
+        let run = |before_ns, after_ns| StateRun { row: "r".into(), run: 1, before_ns, after_ns, elapsed_s: 1.0, state: None };
+        assert_eq!(st.state_of_run(&run(36.0, 30.0)), Some(0));
+        assert_eq!(st.state_of_run(&run(54.0, 24.0)), Some(0), "1.5x either way is the same state");
+        assert_eq!(st.state_of_run(&run(36.0, 232.0)), None, "the host moved during the run");
+        assert_eq!(st.state_of_run(&run(36.0, f64::NAN)), None, "no reading after the run is no evidence");
+        assert_eq!(st.state_of(232.0), None, "a state not yet profiled");
+        st.states_ns.push(232);
+        assert_eq!(st.state_of_run(&run(240.0, 226.0)), Some(1));
+        assert_eq!(st.state_of_run(&run(232.0, 36.0)), None, "the host moved back during the run");
+        for (b, a) in [(36.0, 36.0), (36.0, 240.0), (240.0, 240.0)] {
+            let mut r = run(b, a);
+            r.state = st.state_of_run(&r);
+            st.runs.push(r);
+        }
+        let text = st.text();
+        assert!(text.contains("state 1 at 36 ns (the first profile): 1 runs"), "{text}");
+        assert!(text.contains("state 2 at 232 ns (calibrated when first read): 1 runs"), "{text}");
+        assert!(text.contains("set aside and retried") && text.contains("(36/240 ns, 1.000 s)"), "{text}");
+    }
+
+    #[test]
+    fn a_row_without_real_runs_is_not_judged() {
+        let c = cell(Metric::ElapsedS, &[], &[1.0]);
+        assert!(c.real_range().0.is_nan() && c.real_median().is_nan());
+        assert_eq!((c.error_pct(), c.within(&Tolerance::default())), (None, None));
     }
 
     #[test]

@@ -114,6 +114,14 @@ fn validate_json_and_csv_carry_every_run() {
     assert_eq!(m["sim"].as_array().unwrap().len(), 2);
     assert!(m["real_median"].as_f64().unwrap() > 0.0);
     assert!(v["summary"].as_array().unwrap().iter().any(|s| s["metric"] == "context_switches"));
+    // The host's state is read around every real run; a shipped profile of another
+    // machine is not one of its states, so every run is kept.
+    if let Some(hs) = v["host_state"].as_object() {
+        assert_eq!(hs["matched"], false, "{hs:?}");
+        let runs = hs["real_runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2);
+        assert!(runs.iter().all(|r| r["cache_line_ns_before"].as_f64().unwrap() > 0.0 && r["elapsed_s"].as_f64().unwrap() > 0.0));
+    }
 
     let o = schedlab(&[
         "validate",
