@@ -26,6 +26,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::background;
+use crate::counters::TracepointCounter;
 use crate::sys::{cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, write_all};
 use schedlab_core::cost::{BackgroundThreads, MachineProfile, MigrationCost, SchedOpCost, TlbProfile};
 
@@ -574,22 +575,46 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             // Whether an idle CPU polls its need-resched flag: if it does, waking a
             // sleeper there costs the waker about a local wakeup; if it halts, an IPI
             // that has to get a halted CPU going (in a guest, the host wakes the vCPU
-            // thread inside the sender's exit). Half a reschedule IPI's send beyond a
-            // local wakeup is the dividing line.
+            // thread inside the sender's exit). The kernel says which it did for
+            // every wake: `send_call_function_single_ipi()` (kernel/sched/core.c)
+            // either finds the idle task polling (`set_nr_if_polling()`) and fires
+            // sched_wake_idle_without_ipi, or sends (ipi_send_cpu). Where those
+            // tracepoints cannot be counted, the time decides: half a reschedule
+            // IPI's send beyond a local wakeup is the dividing line (a line the raw
+            // times of this project's hosts sit on).
             let idle_extra = c.wake_idle_call_ns - c.wake_noop_ns;
-            idle_polls = idle_extra < wakeup_ns as f64 + ipi_send_ns as f64 / 2.0;
+            let by_time = idle_extra < wakeup_ns as f64 + ipi_send_ns as f64 / 2.0;
+            let how = match c.wake_idle_signals {
+                Some((flag, ipis)) if flag + ipis > 0 => {
+                    idle_polls = flag > ipis;
+                    format!(
+                        "of the wakes of a sleeper on an idle remote CPU, {flag} found it polling \
+                         (sched:sched_wake_idle_without_ipi) and {ipis} sent an IPI (ipi:ipi_send_cpu)"
+                    )
+                }
+                _ => {
+                    idle_polls = by_time;
+                    format!(
+                        "the tracepoints could not be counted; by time: FUTEX_WAKE of a sleeper on an idle remote CPU \
+                         - of nobody = {idle_extra:.0} ns, {} a local wakeup + half the IPI send ({wakeup_ns} + {ipi_send_ns}/2 ns)",
+                        if by_time { "under" } else { "over" }
+                    )
+                }
+            };
             ipi_send_idle_ns = (!idle_polls).then(|| floor(idle_extra - wakeup_ns as f64, 20));
-            notes.measured(format!(
-                "idle_polls = {idle_polls}: FUTEX_WAKE of a sleeper on an idle remote CPU {:.0} ns - of nobody {:.0} ns \
-                 = {idle_extra:.0} ns, {} a local wakeup + half the IPI send ({wakeup_ns} + {ipi_send_ns}/2 ns): \
-                 an idle CPU here {} (idle driver {}){}",
-                c.wake_idle_call_ns,
-                c.wake_noop_ns,
-                if idle_polls { "under" } else { "over" },
+            let text = format!(
+                "idle_polls = {idle_polls}: {how}: an idle CPU here {} (idle driver {}){}",
                 if idle_polls { "polls (no IPI to wake it)" } else { "halts (every wakeup of it is an IPI)" },
                 host.idle_driver,
-                ipi_send_idle_ns.map_or(String::new(), |v| format!("; ipi_send_idle_ns = {v}: that extra - wakeup"))
-            ));
+                ipi_send_idle_ns.map_or(String::new(), |v| format!(
+                    "; ipi_send_idle_ns = {v}: FUTEX_WAKE of a sleeper on an idle remote CPU {:.0} ns - of nobody {:.0} ns - wakeup",
+                    c.wake_idle_call_ns, c.wake_noop_ns
+                ))
+            );
+            match c.wake_idle_signals {
+                Some((flag, ipis)) if flag + ipis > 0 => notes.measured(text),
+                _ => notes.estimated(text),
+            }
             // Waking a sleeper on an idle CPU vs on a CPU that runs a spinner the
             // wakee preempts: what differs is the waker's path (the wake list and the
             // send to a halted CPU, or a flag write, against the remote enqueue and
@@ -2260,6 +2285,9 @@ struct WakeSamples {
     call_ns: Vec<f64>,
     /// From just before FUTEX_WAKE to the wakee running in user space.
     latency_ns: Vec<f64>,
+    /// How the waker told the wakee's CPU, over all rounds: (found it polling,
+    /// IPIs sent); None where the tracepoints cannot be counted.
+    signals: Option<(u64, u64)>,
 }
 
 /// The wakee's CPU in a wake benchmark.
@@ -2364,7 +2392,18 @@ fn run_wake_bench(cfg: &WakeConfig, timer_ns: f64) -> Result<WakeSamples> {
         }));
     }
 
-    let result = drive_wakes(cfg, &shared, timer_ns);
+    // How an idle CPU is told, counted on this thread, the waker, around the rounds.
+    let counters = (cfg.target == WakeTarget::Idle)
+        .then(|| {
+            TracepointCounter::open("sched", "sched_wake_idle_without_ipi")
+                .and_then(|flag| Ok((flag, TracepointCounter::open("ipi", "ipi_send_cpu")?)))
+                .ok()
+        })
+        .flatten();
+    let result = drive_wakes(cfg, &shared, timer_ns).map(|mut samples| {
+        samples.signals = counters.and_then(|(flag, ipis)| Some((flag.read().ok()?, ipis.read().ok()?)));
+        samples
+    });
 
     shared.stop.store(true, Ordering::Release);
     shared.word.fetch_add(1, Ordering::AcqRel);
@@ -2410,7 +2449,7 @@ fn drive_wakes(cfg: &WakeConfig, shared: &WakeShared, timer_ns: f64) -> Result<W
             latency_ns.push(shared.woke_at_ns.load(Ordering::Acquire).saturating_sub(t0) as f64);
         }
     }
-    Ok(WakeSamples { call_ns, latency_ns })
+    Ok(WakeSamples { call_ns, latency_ns, signals: None })
 }
 
 // --- Two-CPU measurements --------------------------------------------------------------
@@ -2424,6 +2463,8 @@ struct Cross {
     wake_busy_latency_ns: f64,
     wake_idle_latency_ns: f64,
     wake_idle_call_ns: f64,
+    /// (found polling, IPIs sent) over the idle-CPU wakes.
+    wake_idle_signals: Option<(u64, u64)>,
     /// FUTEX_WAKE of a sleeper on a busy CPU it cannot preempt (None without SCHED_FIFO).
     wake_remote_call_ns: Option<f64>,
     membarrier_ns: Option<f64>,
@@ -2480,6 +2521,7 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
         wake_busy_latency_ns: median(busy.latency_ns).context("no busy-CPU wake sample")?,
         wake_idle_latency_ns: median(idle.latency_ns).context("no idle-CPU wake sample")?,
         wake_idle_call_ns: median(idle.call_ns).context("no idle-CPU wake sample")?,
+        wake_idle_signals: idle.signals,
         wake_remote_call_ns: remote,
         membarrier_ns,
         ipi_receive_ns,

@@ -95,6 +95,32 @@ impl Drop for Instance {
     }
 }
 
+/// The id of tracepoint `<subsystem>:<event>` (`events/<subsystem>/<event>/id`),
+/// for counting it with perf_event_open. Where tracefs is not mounted, mounts it
+/// for the read at a private directory of its own (so that no other user of a
+/// mount of it is disturbed) and unmounts it again; the id stays valid.
+pub fn event_id(subsystem: &str, event: &str) -> Result<u64, HostError> {
+    let read = |root: &Path| {
+        let path = root.join("events").join(subsystem).join(event).join("id");
+        let text = fs::read_to_string(&path).map_err(|e| HostError::new(format!("reading {}", path.display()), e))?;
+        text.trim().parse().map_err(|_| HostError::new(format!("reading {}", path.display()), format!("not a number: {text:?}")))
+    };
+    if let Some(root) = find_mount() {
+        return read(&root);
+    }
+    static MOUNTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = MOUNTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("{INSTANCE_PREFIX}tracefs-{}-{n}", std::process::id()));
+    fs::create_dir_all(&dir).map_err(|e| HostError::new(format!("creating {}", dir.display()), e))?;
+    let id = mount_tracefs(&dir).and_then(|()| {
+        let id = read(&dir);
+        let _ = unmount(&dir);
+        id
+    });
+    let _ = fs::remove_dir(&dir);
+    id
+}
+
 /// The tracefs mount point from /proc/mounts, if any.
 fn find_mount() -> Option<PathBuf> {
     let mounts = fs::read_to_string("/proc/mounts").ok()?;
