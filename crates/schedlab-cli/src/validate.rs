@@ -916,6 +916,9 @@ pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         "simulated": {
             "policy": sim.policy, "ncpus": sim.topo.ncpus(), "preempt": sim.preempt.name(),
             "preempt_source": sim.preempt_origin, "autogroup": sim.autogroup, "hz": sim.hz, "machine": sim.machine_origin,
+            // Every profile the simulated side used (one per host state), as
+            // `schedlab calibrate` writes them: what reproduces the simulated side.
+            "machine_profiles": sim.machines.iter().map(MachineProfile::to_toml).collect::<Vec<_>>(),
         },
         "tolerance": { "elapsed_pct": t.elapsed_pct, "switches_pct": t.switches_pct,
                        "migrations_factor": t.migrations_factor, "migrations_min": t.migrations_min },

@@ -114,6 +114,8 @@ fn validate_json_and_csv_carry_every_run() {
     assert_eq!(m["sim"].as_array().unwrap().len(), 2);
     assert!(m["real_median"].as_f64().unwrap() > 0.0);
     assert!(v["summary"].as_array().unwrap().iter().any(|s| s["metric"] == "context_switches"));
+    let profiles = v["simulated"]["machine_profiles"].as_array().unwrap();
+    assert!(profiles.len() == 1 && profiles[0].as_str().unwrap().contains("cache_line_ns"), "{profiles:?}");
     // The host's state is read around every real run; a shipped profile of another
     // machine is not one of its states, so every run is kept.
     if let Some(hs) = v["host_state"].as_object() {
