@@ -19,7 +19,7 @@ use serde_json::json;
 use schedlab_core::error::SpecError;
 use schedlab_core::sched::PreemptModel;
 use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
-use schedlab_host::calibrate::{same_host_state, HOST_STATE_FACTOR};
+use schedlab_host::calibrate::{HostSignature, HOST_STATE_FACTOR};
 use schedlab_host::real::{self, RealResult};
 use schedlab_trace::summary;
 use schedlab_workloads::schbench::{REQUEST_LATENCY, WAKEUP_LATENCY};
@@ -474,12 +474,12 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     // state it ran in: a state first seen is calibrated then; a run during which
     // the state changed is set aside, and a row short of runs after the rounds
     // gets up to `runs` more attempts.
-    let probe_host = || schedlab_host::calibrate::probe_cache_line_ns().map_err(|e| Failure::Host(format!("validate: {e:#}")));
+    let probe_host = || schedlab_host::calibrate::probe_host_state().map_err(|e| Failure::Host(format!("validate: {e:#}")));
     let mut last_probe = probe_host()?;
     let matched = !a.any_state && schedlab_host::calibrate::is_profile_of_this_host(&sim.machines[0]);
     let mut state = last_probe.map(|(cpu_a, cpu_b, _)| HostState {
         cpus: (cpu_a, cpu_b),
-        states_ns: vec![sim.machines[0].cache_line_ns],
+        states: vec![HostSignature::of_profile(&sim.machines[0])],
         matched,
         runs: Vec::new(),
     });
@@ -502,18 +502,17 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         next += 1;
         attempts[i] += 1;
         let (row, k) = (only[i], attempts[i]);
-        if let (true, Some(st), Some((_, _, before_ns))) = (matched, &mut state, last_probe) {
-            if st.state_of(before_ns).is_none() && st.states_ns.len() < MAX_HOST_STATES && calibrations < MAX_HOST_STATES {
-                progress(&format!(
-                    "the host reads {before_ns:.0} ns per cross-CPU cache line, another state: calibrating it ..."
-                ));
+        if let (true, Some(st), Some((_, _, before))) = (matched, &mut state, last_probe) {
+            if st.state_of(&before).is_none() && st.states.len() < MAX_HOST_STATES && calibrations < MAX_HOST_STATES {
+                progress(&format!("the host reads {}, another state: calibrating it ...", signature_text(&before)));
                 calibrations += 1;
                 let opts = schedlab_host::calibrate::CalibrateOptions { name: "host".into(), quick: a.quick_calibrate };
                 let p = schedlab_host::calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
                 // The host may have moved back meanwhile: a profile of a state
                 // already profiled is not another one.
-                if st.state_of(p.cache_line_ns as f64).is_none() {
-                    st.states_ns.push(p.cache_line_ns);
+                let sig = HostSignature::of_profile(&p);
+                if st.state_of(&sig).is_none() {
+                    st.states.push(sig);
                     sim.machines.push(p);
                 }
                 last_probe = probe_host()?;
@@ -529,14 +528,13 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         };
         counters_used.get_or_insert_with(|| r.counters.clone());
         let ran_in = match (&mut state, last_probe) {
-            (Some(st), Some((_, _, before_ns))) => {
+            (Some(st), Some((_, _, before))) => {
                 last_probe = probe_host()?;
-                let after_ns = last_probe.map_or(f64::NAN, |p| p.2);
                 let mut run = StateRun {
                     row: row.name.clone(),
                     run: k,
-                    before_ns,
-                    after_ns,
+                    before,
+                    after: last_probe.map(|p| p.2),
                     elapsed_s: r.elapsed_ns as f64 / 1e9,
                     state: None,
                 };
@@ -688,24 +686,37 @@ pub struct StateRun {
     pub row: String,
     /// The row's attempt number, from 1.
     pub run: u64,
-    pub before_ns: f64,
-    pub after_ns: f64,
+    pub before: HostSignature,
+    /// None where the reading after the run failed to come.
+    pub after: Option<HostSignature>,
     pub elapsed_s: f64,
     /// The host state both readings belong to; None when they differ (the host
     /// moved during the run) or belong to no profiled state.
     pub state: Option<usize>,
 }
 
-/// The host's state around the real runs: the one-way cross-CPU cache-line
-/// transfer, as `calibrate` measures it, read before and after every real run.
-/// These guests' readings sit in one of a few states minutes apart (the
-/// hypervisor's placement of the vCPUs; 36 or 232 ns here), and every
-/// cross-CPU cost and the real runs' times move with them, so each state is a
-/// machine of its own with a profile of its own.
+/// A signature as the reports print it: "36 ns / 1750 ns".
+fn signature_text(s: &HostSignature) -> String {
+    match s.idle_wake_ns {
+        Some(idle) => format!("{:.0} ns / {idle:.0} ns", s.cache_line_ns),
+        None => format!("{:.0} ns / -", s.cache_line_ns),
+    }
+}
+
+fn signature_json(s: &HostSignature) -> serde_json::Value {
+    json!({ "cache_line_ns": s.cache_line_ns, "idle_wake_ns": s.idle_wake_ns })
+}
+
+/// The host's state around the real runs ([`HostSignature`]: the cross-CPU
+/// cache-line transfer and what waking a sleeper on an idle CPU costs the waker,
+/// as `calibrate` measures them), read before and after every real run. These
+/// guests' readings sit in one of a few states minutes apart, and the real runs'
+/// times move with them, so each state is a machine of its own with a profile of
+/// its own.
 pub struct HostState {
     pub cpus: (usize, usize),
-    /// Each profiled state's `cache_line_ns`, in the order of `SimSide::machines`.
-    pub states_ns: Vec<u64>,
+    /// Each profiled state's signature, in the order of `SimSide::machines`.
+    pub states: Vec<HostSignature>,
     /// Whether runs are matched to states (a calibrate of this host, no --any-state).
     pub matched: bool,
     /// Every real run, in the order they ran.
@@ -714,44 +725,40 @@ pub struct HostState {
 
 impl HostState {
     /// The profiled state a reading belongs to.
-    pub fn state_of(&self, reading_ns: f64) -> Option<usize> {
-        self.states_ns.iter().position(|&s| same_host_state(s.max(1) as f64, reading_ns))
+    pub fn state_of(&self, reading: &HostSignature) -> Option<usize> {
+        self.states.iter().position(|s| s.same_state(reading))
     }
 
     /// The state of a run: both readings in the same profiled state.
     pub fn state_of_run(&self, run: &StateRun) -> Option<usize> {
-        match (self.state_of(run.before_ns), self.state_of(run.after_ns)) {
+        match (self.state_of(&run.before), run.after.and_then(|a| self.state_of(&a))) {
             (Some(a), Some(b)) if a == b => Some(a),
             _ => None,
         }
     }
 
     fn text(&self) -> String {
-        let (lo, hi) = self
-            .runs
-            .iter()
-            .flat_map(|r| [r.before_ns, r.after_ns])
-            .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
         let mut out = format!(
-            "host state: cross-CPU cache line (CPUs {} and {}) read before and after every real run: {lo:.0}-{hi:.0} ns\n",
+            "host state: cross-CPU cache line / idle-CPU wake beyond a FUTEX_WAKE of nobody (CPUs {} and {}), read \
+             before and after every real run\n",
             self.cpus.0, self.cpus.1
         );
         if !self.matched {
             out.push_str(&format!(
-                "           every run kept and simulated with the profile ({} ns): --any-state, or the profile is not a \
+                "           every run kept and simulated with the profile ({}): --any-state, or the profile is not a \
                  calibrate of this host\n",
-                self.states_ns[0]
+                signature_text(&self.states[0])
             ));
             return out;
         }
         let per_state: Vec<String> = self
-            .states_ns
+            .states
             .iter()
             .enumerate()
-            .map(|(i, ns)| {
+            .map(|(i, sig)| {
                 let n = self.runs.iter().filter(|r| r.state == Some(i)).count();
                 let origin = if i == 0 { "the first profile" } else { "calibrated when first read" };
-                format!("state {} at {ns} ns ({origin}): {n} runs", i + 1)
+                format!("state {} at {} ({origin}): {n} runs", i + 1, signature_text(sig))
             })
             .collect();
         out.push_str(&format!(
@@ -762,7 +769,10 @@ impl HostState {
             .runs
             .iter()
             .filter(|r| r.state.is_none())
-            .map(|r| format!("{} run {} ({:.0}/{:.0} ns, {:.3} s)", r.row, r.run, r.before_ns, r.after_ns, r.elapsed_s))
+            .map(|r| {
+                let after = r.after.as_ref().map_or_else(|| "-".to_string(), signature_text);
+                format!("{} run {} ({} before, {after} after, {:.3} s)", r.row, r.run, signature_text(&r.before), r.elapsed_s)
+            })
             .collect();
         if !off.is_empty() {
             out.push_str(&format!(
@@ -924,9 +934,9 @@ pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
                        "migrations_factor": t.migrations_factor, "migrations_min": t.migrations_min },
         "host_state": h.host_state.as_ref().map(|hs| json!({
             "cpus": [hs.cpus.0, hs.cpus.1],
-            "states_cache_line_ns": hs.states_ns, "matched": hs.matched,
+            "states": hs.states.iter().map(signature_json).collect::<Vec<_>>(), "matched": hs.matched,
             "real_runs": hs.runs.iter().map(|r| json!({
-                "row": r.row, "run": r.run, "cache_line_ns_before": r.before_ns, "cache_line_ns_after": r.after_ns,
+                "row": r.row, "run": r.run, "before": signature_json(&r.before), "after": r.after.as_ref().map(signature_json),
                 "elapsed_s": r.elapsed_s, "state": r.state.map(|s| s + 1),
             })).collect::<Vec<_>>(),
         })),
@@ -1012,25 +1022,37 @@ mod tests {
 
     #[test]
     fn a_real_run_belongs_to_a_state_only_when_both_readings_do() {
-        let mut st = HostState { cpus: (0, 1), states_ns: vec![36], matched: true, runs: Vec::new() };
-        let run = |before_ns, after_ns| StateRun { row: "r".into(), run: 1, before_ns, after_ns, elapsed_s: 1.0, state: None };
-        assert_eq!(st.state_of_run(&run(36.0, 30.0)), Some(0));
-        assert_eq!(st.state_of_run(&run(54.0, 24.0)), Some(0), "1.5x either way is the same state");
-        assert_eq!(st.state_of_run(&run(36.0, 232.0)), None, "the host moved during the run");
-        assert_eq!(st.state_of_run(&run(36.0, f64::NAN)), None, "no reading after the run is no evidence");
-        assert_eq!(st.state_of(232.0), None, "a state not yet profiled");
-        st.states_ns.push(232);
-        assert_eq!(st.state_of_run(&run(240.0, 226.0)), Some(1));
-        assert_eq!(st.state_of_run(&run(232.0, 36.0)), None, "the host moved back during the run");
-        for (b, a) in [(36.0, 36.0), (36.0, 240.0), (240.0, 240.0)] {
-            let mut r = run(b, a);
+        let sig = |cache_line_ns, idle: Option<f64>| HostSignature { cache_line_ns, idle_wake_ns: idle };
+        let mut st = HostState { cpus: (0, 1), states: vec![sig(36.0, Some(1750.0))], matched: true, runs: Vec::new() };
+        let run = |before: HostSignature, after: Option<HostSignature>| StateRun {
+            row: "r".into(),
+            run: 1,
+            before,
+            after,
+            elapsed_s: 1.0,
+            state: None,
+        };
+        let fast = sig(36.0, Some(1750.0));
+        assert_eq!(st.state_of_run(&run(sig(30.0, Some(1800.0)), Some(sig(54.0, Some(1200.0))))), Some(0));
+        assert_eq!(st.state_of_run(&run(fast, Some(sig(232.0, Some(1750.0))))), None, "the vCPUs moved during the run");
+        assert_eq!(st.state_of_run(&run(fast, Some(sig(36.0, Some(2800.0))))), None, "the idle wake moved during the run");
+        assert_eq!(st.state_of_run(&run(fast, None)), None, "no reading after the run is no evidence");
+        assert_eq!(st.state_of_run(&run(sig(36.0, None), Some(fast))), Some(0), "a figure one side lacks is not compared");
+        assert_eq!(st.state_of(&sig(36.0, Some(2800.0))), None, "a state not yet profiled");
+        st.states.push(sig(232.0, Some(1750.0)));
+        assert_eq!(st.state_of_run(&run(sig(240.0, Some(1700.0)), Some(sig(226.0, Some(1760.0))))), Some(1));
+        for (b, a) in [(fast, fast), (fast, sig(240.0, Some(1750.0))), (sig(240.0, Some(1750.0)), sig(240.0, Some(1750.0)))] {
+            let mut r = run(b, Some(a));
             r.state = st.state_of_run(&r);
             st.runs.push(r);
         }
         let text = st.text();
-        assert!(text.contains("state 1 at 36 ns (the first profile): 1 runs"), "{text}");
-        assert!(text.contains("state 2 at 232 ns (calibrated when first read): 1 runs"), "{text}");
-        assert!(text.contains("set aside and retried") && text.contains("(36/240 ns, 1.000 s)"), "{text}");
+        assert!(text.contains("state 1 at 36 ns / 1750 ns (the first profile): 1 runs"), "{text}");
+        assert!(text.contains("state 2 at 232 ns / 1750 ns (calibrated when first read): 1 runs"), "{text}");
+        assert!(
+            text.contains("set aside and retried") && text.contains("(36 ns / 1750 ns before, 240 ns / 1750 ns after"),
+            "{text}"
+        );
     }
 
     #[test]

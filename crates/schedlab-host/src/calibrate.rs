@@ -38,28 +38,75 @@ pub struct CalibrateOptions {
     pub quick: bool,
 }
 
-/// The cross-CPU state of this host measured again, as calibrate measures it for
-/// its `cache_line_ns`: the one-way transfer of a modified cache line between the
-/// two CPUs calibrate uses (an atomic ping-pong, quick mode: tens of
-/// milliseconds). These guests' readings move between states minutes apart (the
-/// hypervisor places the vCPUs), and every cross-CPU cost and the real runs move
-/// with them, so a profile describes the machine only while this reads as it did.
-/// Returns (cpu_a, cpu_b, ns), or None with only one CPU allowed.
-pub fn probe_cache_line_ns() -> Result<Option<(usize, usize, f64)>> {
+/// What tells one state of this host from another: the two-CPU figures that move
+/// together with the real runs on this project's guests, minutes apart. The
+/// hypervisor's placement of the two vCPUs moves the cache-line transfer between
+/// them (36 or 232 ns), and the host's handling of a halted vCPU moves what waking
+/// a sleeper on an idle vCPU costs the waker (1.7 or 2.8 us beyond a FUTEX_WAKE of
+/// nobody); perf bench sched pipe took 11.2 us or 13.5 us a round trip with them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HostSignature {
+    /// One-way transfer of a modified cache line between the two CPUs.
+    pub cache_line_ns: f64,
+    /// A FUTEX_WAKE of a sleeper on the other, idle, CPU beyond one of nobody;
+    /// None where an idle CPU polls (no IPI to price) or it is not known.
+    pub idle_wake_ns: Option<f64>,
+}
+
+impl HostSignature {
+    /// The state a profile calibrated on this host was measured in.
+    pub fn of_profile(p: &MachineProfile) -> HostSignature {
+        HostSignature {
+            cache_line_ns: p.cache_line_ns as f64,
+            idle_wake_ns: p.ipi_send_idle_ns.filter(|_| !p.idle_polls).map(|send| (send + p.wakeup_ns) as f64),
+        }
+    }
+
+    /// Whether two signatures are one state: every figure both have within
+    /// [`HOST_STATE_FACTOR`].
+    pub fn same_state(&self, other: &HostSignature) -> bool {
+        same_host_state(self.cache_line_ns, other.cache_line_ns)
+            && match (self.idle_wake_ns, other.idle_wake_ns) {
+                (Some(a), Some(b)) => same_host_state(a, b),
+                _ => true,
+            }
+    }
+}
+
+/// This host's state measured again, as calibrate measures its figures (quick
+/// mode: tens of milliseconds): the signature, with the two CPUs it was read on
+/// (those calibrate uses). None with only one CPU allowed.
+pub fn probe_host_state() -> Result<Option<(usize, usize, HostSignature)>> {
     let host = Host::detect()?;
     let Some(cpu_b) = host.cpu_b else { return Ok(None) };
     let _affinity = AffinityGuard::save()?;
-    let ns = cache_line_transfer_ns(host.cpu_a, cpu_b, &Plan::new(true))?;
-    Ok(Some((host.cpu_a, cpu_b, ns)))
+    let plan = Plan::new(true);
+    let cache_line_ns = cache_line_transfer_ns(host.cpu_a, cpu_b, &plan)?;
+    pin_current_thread(host.cpu_a)?;
+    let timer_ns = timer_overhead_ns();
+    let cfg = WakeConfig {
+        waker_cpu: host.cpu_a,
+        wakee_cpu: cpu_b,
+        target: WakeTarget::Idle,
+        samples: plan.wake_samples,
+        settle_ns: 50_000,
+    };
+    let idle = run_wake_bench(&cfg, timer_ns)?;
+    let polls = matches!(idle.signals, Some((flag, ipis)) if flag > ipis);
+    let word = AtomicU32::new(0);
+    pin_current_thread(host.cpu_a)?;
+    let noop_ns = time_per_op(plan.reps, plan.syscall_iters / 4, || Ok(futex_wake(&word, 1).map(drop)?))?;
+    let idle_wake_ns = median(idle.call_ns).filter(|_| !polls).map(|call| call - noop_ns);
+    Ok(Some((host.cpu_a, cpu_b, HostSignature { cache_line_ns, idle_wake_ns })))
 }
 
-/// Two readings of the cross-CPU cache-line transfer more than this factor apart
+/// Two readings of a state figure ([`HostSignature`]) more than this factor apart
 /// come from two states of the host, not from noise: readings within one state
-/// spread by about 15%; the two states this project's guests show differ about
-/// 6x (36 against 232 ns; docs/validate.md).
+/// spread by about 15% (the cache line) and 5% (the idle wake); the states this
+/// project's guests show differ 6x and 1.6x (docs/validate.md).
 pub const HOST_STATE_FACTOR: f64 = 1.5;
 
-/// Whether two cross-CPU cache-line readings come from one state of the host.
+/// Whether two readings of one state figure come from one state of the host.
 pub fn same_host_state(a_ns: f64, b_ns: f64) -> bool {
     a_ns <= b_ns * HOST_STATE_FACTOR && b_ns <= a_ns * HOST_STATE_FACTOR
 }
