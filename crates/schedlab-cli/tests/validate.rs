@@ -122,7 +122,9 @@ fn validate_json_and_csv_carry_every_run() {
         assert_eq!(hs["matched"], false, "{hs:?}");
         let runs = hs["real_runs"].as_array().unwrap();
         assert_eq!(runs.len(), 2);
-        assert!(runs.iter().all(|r| r["cache_line_ns_before"].as_f64().unwrap() > 0.0 && r["elapsed_s"].as_f64().unwrap() > 0.0));
+        assert!(runs.iter().all(|r| r["before"]["cache_line_ns"].as_f64().unwrap() > 0.0
+            && r["after"]["cache_line_ns"].as_f64().unwrap() > 0.0
+            && r["elapsed_s"].as_f64().unwrap() > 0.0));
     }
 
     let o = schedlab(&[
