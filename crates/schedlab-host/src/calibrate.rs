@@ -80,24 +80,35 @@ pub fn probe_host_state() -> Result<Option<(usize, usize, HostSignature)>> {
     let host = Host::detect()?;
     let Some(cpu_b) = host.cpu_b else { return Ok(None) };
     let _affinity = AffinityGuard::save()?;
+    Ok(Some((host.cpu_a, cpu_b, read_signature(host.cpu_a, cpu_b)?)))
+}
+
+/// The host's signature between `cpu_a` and `cpu_b`, quick mode.
+fn read_signature(cpu_a: usize, cpu_b: usize) -> Result<HostSignature> {
     let plan = Plan::new(true);
-    let cache_line_ns = cache_line_transfer_ns(host.cpu_a, cpu_b, &plan)?;
-    pin_current_thread(host.cpu_a)?;
+    let cache_line_ns = cache_line_transfer_ns(cpu_a, cpu_b, &plan)?;
+    pin_current_thread(cpu_a)?;
     let timer_ns = timer_overhead_ns();
     let cfg = WakeConfig {
-        waker_cpu: host.cpu_a,
+        waker_cpu: cpu_a,
         wakee_cpu: cpu_b,
         target: WakeTarget::Idle,
         samples: plan.wake_samples,
         settle_ns: 50_000,
     };
     let idle = run_wake_bench(&cfg, timer_ns)?;
-    let polls = matches!(idle.signals, Some((flag, ipis)) if flag > ipis);
+    let polls = idle_polls_counted(idle.signals) == Some(true);
     let word = AtomicU32::new(0);
-    pin_current_thread(host.cpu_a)?;
+    pin_current_thread(cpu_a)?;
     let noop_ns = time_per_op(plan.reps, plan.syscall_iters / 4, || Ok(futex_wake(&word, 1).map(drop)?))?;
     let idle_wake_ns = median(idle.call_ns).filter(|_| !polls).map(|call| call - noop_ns);
-    Ok(Some((host.cpu_a, cpu_b, HostSignature { cache_line_ns, idle_wake_ns })))
+    Ok(HostSignature { cache_line_ns, idle_wake_ns })
+}
+
+/// Whether the idle CPU was found polling more often than it was sent an IPI,
+/// from the kernel's counts (found polling, IPIs sent); None without counts.
+fn idle_polls_counted(signals: Option<(u64, u64)>) -> Option<bool> {
+    signals.filter(|&(flag, ipis)| flag + ipis > 0).map(|(flag, ipis)| flag > ipis)
 }
 
 /// Two readings of a state figure ([`HostSignature`]) more than this factor apart
@@ -461,14 +472,22 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             let mut attempt = 1;
             let c = loop {
                 let c = cross_cpu(&host, cpu_b, &plan, timer_ns)?;
-                let after = cache_line_transfer_ns(host.cpu_a, cpu_b, &Plan::new(true))?;
-                if same_host_state(c.cache_line_ns, after) {
+                let during = HostSignature {
+                    cache_line_ns: c.cache_line_ns,
+                    idle_wake_ns: (idle_polls_counted(c.wake_idle_signals) != Some(true))
+                        .then_some(c.wake_idle_call_ns - c.wake_noop_ns),
+                };
+                let after = read_signature(host.cpu_a, cpu_b)?;
+                if during.same_state(&after) {
                     break c;
                 }
                 notes.info(format!(
-                    "the host changed state during the two-CPU measurements (cross-CPU cache line {:.0} ns at their \
-                     start, {after:.0} ns after them): measured again ({})",
-                    c.cache_line_ns,
+                    "the host changed state during the two-CPU measurements (cross-CPU cache line {:.0} ns, idle-CPU \
+                     wake {:?} ns in them, {:.0} ns and {:?} ns after them): measured again ({})",
+                    during.cache_line_ns,
+                    during.idle_wake_ns.map(f64::round),
+                    after.cache_line_ns,
+                    after.idle_wake_ns.map(f64::round),
                     if attempt < CROSS_CPU_ATTEMPTS { "next attempt" } else { "gave up: the figures below mix two states" }
                 ));
                 if attempt == CROSS_CPU_ATTEMPTS {
@@ -633,7 +652,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             let by_time = idle_extra < wakeup_ns as f64 + ipi_send_ns as f64 / 2.0;
             let how = match c.wake_idle_signals {
                 Some((flag, ipis)) if flag + ipis > 0 => {
-                    idle_polls = flag > ipis;
+                    idle_polls = idle_polls_counted(c.wake_idle_signals) == Some(true);
                     format!(
                         "of the wakes of a sleeper on an idle remote CPU, {flag} found it polling \
                          (sched:sched_wake_idle_without_ipi) and {ipis} sent an IPI (ipi:ipi_send_cpu)"
