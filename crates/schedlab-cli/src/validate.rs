@@ -328,6 +328,9 @@ pub struct SimSide {
     pub policy: String,
     pub preempt: PreemptModel,
     pub preempt_origin: String,
+    /// CONFIG_PREEMPT_DYNAMIC of the host kernel (so CONFIG_PREEMPTION), and
+    /// where that was read.
+    pub preempt_dynamic: (bool, String),
     pub autogroup: bool,
     pub hz: u64,
 }
@@ -341,7 +344,14 @@ impl SimSide {
             policy: self.policy.clone(),
             sysctls: Vec::new(),
             workload: w.clone(),
-            cfg: RunConfig { seed, hz: self.hz, preempt: self.preempt, autogroup: self.autogroup, ..RunConfig::default() },
+            cfg: RunConfig {
+                seed,
+                hz: self.hz,
+                preempt: self.preempt,
+                preempt_dynamic: self.preempt_dynamic.0,
+                autogroup: self.autogroup,
+                ..RunConfig::default()
+            },
         }
     }
 }
@@ -456,7 +466,24 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
             (p, format!("schedlab calibrate{} (fresh)", if a.quick_calibrate { " --quick" } else { "" }))
         }
     };
-    let mut sim = SimSide { topo, machines: vec![machine], machine_origin, policy, preempt, preempt_origin, autogroup, hz: a.hz };
+    // A --preempt of the user's is a model for a kernel built with that one
+    // statically; the host's own is of its build.
+    let preempt_dynamic = match (&a.preempt, schedlab_host::kernel::preempt_dynamic()) {
+        (Some(_), _) => (false, "--preempt (a static build)".to_string()),
+        (None, Some(found)) => found,
+        (None, None) => (false, "unreadable on this host".to_string()),
+    };
+    let mut sim = SimSide {
+        topo,
+        machines: vec![machine],
+        machine_origin,
+        policy,
+        preempt,
+        preempt_origin,
+        preempt_dynamic,
+        autogroup,
+        hz: a.hz,
+    };
 
     // Real runs, one at a time.
     schedlab_host::signals::install();
@@ -829,7 +856,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
     let mut out = format!(
         "schedlab validate: suite {}, {} real and {} simulated runs per row\n\
          real:      Linux {}, each run its own session (setsid); counters: {}\n\
-         simulated: {} on the host topology ({} CPUs), preempt={} ({}), autogroup {}, HZ={}, machine: {}\n{}\
+         simulated: {} on the host topology ({} CPUs), preempt={} ({}){}, autogroup {}, HZ={}, machine: {}\n{}\
          {}agreement: elapsed within +-{}%, context switches within +-{}%, migrations within {}x where the real median >= {}\n\n",
         h.suite,
         h.runs,
@@ -840,6 +867,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         sim.topo.ncpus(),
         sim.preempt.name(),
         sim.preempt_origin,
+        if sim.preempt_dynamic.0 { format!(" of a PREEMPT_DYNAMIC build ({})", sim.preempt_dynamic.1) } else { String::new() },
         if sim.autogroup { "on" } else { "off" },
         sim.hz,
         sim.machine_origin,
@@ -925,7 +953,8 @@ pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         "real": { "kernel": h.release, "counters": h.counters },
         "simulated": {
             "policy": sim.policy, "ncpus": sim.topo.ncpus(), "preempt": sim.preempt.name(),
-            "preempt_source": sim.preempt_origin, "autogroup": sim.autogroup, "hz": sim.hz, "machine": sim.machine_origin,
+            "preempt_source": sim.preempt_origin,
+            "preempt_dynamic": sim.preempt_dynamic.0, "preempt_dynamic_source": sim.preempt_dynamic.1, "autogroup": sim.autogroup, "hz": sim.hz, "machine": sim.machine_origin,
             // Every profile the simulated side used (one per host state), as
             // `schedlab calibrate` writes them: what reproduces the simulated side.
             "machine_profiles": sim.machines.iter().map(MachineProfile::to_toml).collect::<Vec<_>>(),

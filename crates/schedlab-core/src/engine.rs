@@ -133,6 +133,11 @@ pub struct RunConfig {
     pub util_bucket_ns: Option<u64>,
     /// When a requested reschedule takes effect (`preempt=`).
     pub preempt: PreemptModel,
+    /// CONFIG_PREEMPT_DYNAMIC: the kernel was built to choose its preemption
+    /// model at boot, so it is built with CONFIG_PREEMPTION whatever `preempt`
+    /// says (a static full or lazy build has it too; a static none or voluntary
+    /// one does not). See `System::preemption_built`.
+    pub preempt_dynamic: bool,
     /// CONFIG_SCHED_AUTOGROUP with `sched_autogroup_enabled`: the workload starts
     /// in a session of its own (as under `setsid`), so it and every task it forks
     /// run in one autogroup, a task group of the root with a nice-0 share.
@@ -149,6 +154,7 @@ impl Default for RunConfig {
             tick_phase_ns: None,
             util_bucket_ns: None,
             preempt: PreemptModel::None,
+            preempt_dynamic: false,
             autogroup: false,
         }
     }
@@ -438,6 +444,7 @@ impl Engine {
         let tlb_slots = cost.tlb.as_ref().map(|t| t.nr_dyn_asids as usize);
         let mut sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         sys.preempt = cfg.preempt;
+        sys.preemption_built = cfg.preempt_dynamic || cfg.preempt.kernel_preemptible();
         let mut e = Engine {
             sys,
             policy,

@@ -318,6 +318,11 @@ pub struct System {
     pub(crate) need_resched_lazy: Vec<bool>,
     /// The preemption model of this run.
     pub preempt: PreemptModel,
+    /// CONFIG_PREEMPTION (CONFIG_PREEMPT before v5.4): the kernel is built
+    /// preemptible, as every PREEMPT_DYNAMIC build is even when booted with
+    /// preempt=none. Code under `#ifdef CONFIG_PREEMPTION` follows it, not the
+    /// boot-time model.
+    pub preemption_built: bool,
     pub(crate) requests: Vec<Request>,
     /// The CPU executing the current kernel path (`smp_processor_id()`).
     pub(crate) this_cpu: usize,
@@ -362,6 +367,7 @@ impl System {
             need_resched: vec![false; n],
             need_resched_lazy: vec![false; n],
             preempt: PreemptModel::None,
+            preemption_built: false,
             requests: Vec::new(),
             this_cpu: 0,
             waiting: vec![0; n],

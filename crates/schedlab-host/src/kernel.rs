@@ -11,6 +11,23 @@ pub struct HostPreempt {
     pub source: String,
 }
 
+/// Whether the running kernel is a PREEMPT_DYNAMIC build (so built with
+/// CONFIG_PREEMPTION whatever its boot-time model), with where that was read:
+/// debugfs's sched/preempt (which only such a kernel has), the boot log's
+/// "Dynamic Preempt:" line (which only such a kernel prints), or the kernel
+/// config in /boot. None if nothing says.
+pub fn preempt_dynamic() -> Option<(bool, String)> {
+    if fs::metadata("/sys/kernel/debug/sched/preempt").is_ok() {
+        return Some((true, "/sys/kernel/debug/sched/preempt exists".to_string()));
+    }
+    if kernel_log().is_some_and(|log| log.contains("Dynamic Preempt:")) {
+        return Some((true, "the boot log (\"Dynamic Preempt:\")".to_string()));
+    }
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let config = fs::read_to_string(format!("/boot/config-{}", release.trim())).ok()?;
+    Some((config.lines().any(|l| l.trim() == "CONFIG_PREEMPT_DYNAMIC=y"), format!("/boot/config-{}", release.trim())))
+}
+
 /// Reads the preemption model in force, most authoritative source first:
 /// debugfs `sched/preempt` (the current mode in parentheses; unreadable under
 /// lockdown), a `preempt=` on the command line, the boot log's "Dynamic Preempt:"

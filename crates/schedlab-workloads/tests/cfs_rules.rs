@@ -317,3 +317,59 @@ fn scale_wakeup_gran_direction_at_reduced_scale() {
     let new = cascadelake_hackbench_pipes("1x1x4x2", "cfs@5.15+SCALE_WAKEUP_GRAN", 1, 8, 2000);
     assert!(((base - new) / base).abs() < 0.08, "two per CPU: {base} vs {new}");
 }
+
+/// Records the tasks each newly idle CPU pulled in one pass: migrations fired in
+/// task context on the CPU they moved to, not of a task being woken then,
+/// grouped by instant.
+#[derive(Default)]
+struct NewidlePulls {
+    pulls: std::rc::Rc<std::cell::RefCell<std::collections::BTreeMap<(u64, usize), u64>>>,
+    /// When each task was last woken (`sched_waking` comes before a wakeup's move).
+    waking_ns: std::collections::BTreeMap<usize, u64>,
+}
+
+impl schedlab_core::trace::TraceSink for NewidlePulls {
+    fn record(&mut self, rec: &schedlab_core::trace::TraceRecord, _tasks: &[schedlab_core::task::Task]) {
+        use schedlab_core::trace::{TraceContext, TraceKind};
+        match rec.kind {
+            TraceKind::Waking { p, .. } => {
+                self.waking_ns.insert(p, rec.time_ns);
+            }
+            TraceKind::Migrate { p, dest_cpu, .. }
+                if rec.context == TraceContext::Task && dest_cpu == rec.cpu && self.waking_ns.get(&p) != Some(&rec.time_ns) =>
+            {
+                *self.pulls.borrow_mut().entry((rec.time_ns, rec.cpu)).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The most tasks one newidle pass pulled in hackbench (socket, 1 group) on two
+/// CPUs under eevdf@6.18 booted preempt=none, on a static build or a
+/// PREEMPT_DYNAMIC one; and how many passes pulled anything.
+fn largest_newidle_pull(preempt_dynamic: bool) -> (u64, usize) {
+    let w = Workload::parse("hackbench groups=1 loops=200").unwrap();
+    let policy = schedlab_policies::policy_by_name("eevdf@6.18", &[]).unwrap();
+    let cfg = RunConfig { seed: 5, check: true, preempt_dynamic, ..RunConfig::default() };
+    let mut e = Engine::new(Topology::parse("1x1x2x1").unwrap(), broadwell(), policy, cfg, w.main_comm(), w.main_program());
+    let sink = NewidlePulls::default();
+    let pulls = sink.pulls.clone();
+    e.set_trace(Box::new(sink));
+    let r = e.run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let pulls = pulls.borrow();
+    (pulls.values().copied().max().unwrap_or(0), pulls.len())
+}
+
+#[test]
+fn a_preemptible_build_pulls_one_task_per_newidle_pass() {
+    // detach_tasks() stops after the first task when a newly idle CPU balances on
+    // a CONFIG_PREEMPTION kernel, which every PREEMPT_DYNAMIC build is.
+    let (most, passes) = largest_newidle_pull(true);
+    assert!(passes > 10, "{passes} newidle pulls");
+    assert_eq!(most, 1);
+    // A static preempt=none build pulls up to the imbalance at once.
+    let (most, _) = largest_newidle_pull(false);
+    assert!(most > 1, "{most}");
+}

@@ -464,6 +464,14 @@ impl Cfs {
             self.move_task(sys, p, src, dst, charge_cpu);
             moved += 1;
             imbalance -= cost;
+            // A preemptible build stops a newly idle CPU's pull after its first
+            // task, to keep the critical section short (detach_tasks(): under
+            // CONFIG_PREEMPT in v4.19, CONFIG_PREEMPTION once that replaced it;
+            // v6.18.2 L9652): on a PREEMPT_DYNAMIC kernel whatever preempt= it
+            // booted with.
+            if sys.preemption_built && idle == IdleType::NewlyIdle {
+                break;
+            }
             if imbalance <= 0 {
                 break;
             }
