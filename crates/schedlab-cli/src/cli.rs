@@ -225,7 +225,9 @@ pub struct RunArgs {
     pub hz: u64,
     /// Preemption model of the simulated kernel (the kernel's preempt= names):
     /// none, voluntary, full, or lazy (6.13+). Default: none (the Kconfig default),
-    /// or with --topology host the host kernel's own mode.
+    /// or with --topology host the host kernel's own mode and build (a
+    /// PREEMPT_DYNAMIC kernel is built preemptible whatever mode it booted with).
+    /// A model given here is a kernel built with it statically.
     #[arg(long)]
     pub preempt: Option<String>,
     /// Run the workload in a session of its own with autogroup on (on) or in the

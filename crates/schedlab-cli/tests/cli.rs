@@ -62,6 +62,9 @@ fn json_has_the_documented_fields() {
     // The settings in force: cfs@4.19's sysctls after boot scaling and its switches.
     assert_eq!(v["settings"]["sched_wakeup_granularity_ns"], 4_000_000, "1 ms x (1 + log2 8) on 20 CPUs");
     assert_eq!(v["settings"]["feature.STEAL"], "off");
+    // Not the host: a statically built kernel of the default model.
+    assert_eq!(v["preempt"], "none");
+    assert_eq!(v["preempt_dynamic"], false);
 }
 
 #[test]

@@ -53,13 +53,14 @@ pub fn text(spec: &RunSpec, r: &RunResult, wall: Duration) -> String {
     let _ = writeln!(out, "seed={}", r.seed);
     let _ = writeln!(
         out,
-        "schedlab run: policy={} topology={} ({} CPUs) machine={} hz={} preempt={}{}",
+        "schedlab run: policy={} topology={} ({} CPUs) machine={} hz={} preempt={}{}{}",
         r.policy,
         spec.topo.name,
         n,
         spec.machine.name,
         spec.cfg.hz,
         spec.cfg.preempt.name(),
+        if spec.cfg.preempt_dynamic { " (PREEMPT_DYNAMIC build)" } else { "" },
         if spec.cfg.autogroup { " autogroup" } else { "" }
     );
     let _ = writeln!(out, "{}", spec.workload.banner());
@@ -219,6 +220,7 @@ pub fn json(spec: &RunSpec, r: &RunResult) -> String {
         "machine": spec.machine.name,
         "hz": spec.cfg.hz,
         "preempt": spec.cfg.preempt.name(),
+        "preempt_dynamic": spec.cfg.preempt_dynamic,
         "autogroup": spec.cfg.autogroup,
         "workload": {
             "name": spec.workload.name(),

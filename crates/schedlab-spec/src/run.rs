@@ -78,7 +78,9 @@ impl RunSpec {
         let preempt = parse_preempt(a.preempt.as_deref(), &a.topology)?;
         check_preempt_for(preempt, &a.policy, policy.as_ref())?;
         let autogroup = parse_autogroup(a.autogroup.as_deref(), &a.topology)?;
-        let cfg = RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, autogroup, ..RunConfig::default() };
+        let preempt_dynamic = host_preempt_dynamic(a.preempt.as_deref(), &a.topology);
+        let cfg =
+            RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, preempt_dynamic, autogroup, ..RunConfig::default() };
         Ok(RunSpec { topo, machine, policy: a.policy.clone(), sysctls, workload, cfg })
     }
     pub fn engine(&self) -> Engine {
@@ -121,6 +123,14 @@ pub fn parse_preempt(flag: Option<&str>, topology: &str) -> Result<PreemptModel,
         },
         None => Ok(PreemptModel::None),
     }
+}
+
+/// Whether the simulated kernel is a PREEMPT_DYNAMIC build (so built with
+/// CONFIG_PREEMPTION whatever model it booted with): with `--topology host` and
+/// no `--preempt`, the host kernel's build, as its model is the host's; a
+/// `--preempt` of the user's is a statically built model.
+pub fn host_preempt_dynamic(flag: Option<&str>, topology: &str) -> bool {
+    flag.is_none() && topology == "host" && schedlab_host::kernel::preempt_dynamic().is_some_and(|(dynamic, _)| dynamic)
 }
 
 /// `--autogroup on|off`; unset, the host's setting for `--topology host`, else off.
@@ -166,4 +176,20 @@ pub fn check_result(r: &RunResult, checked: bool) -> Result<(), Failure> {
         return Err(Failure::Run(format!("{what}:\n  {}", r.violations.join("\n  "))));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_host_model_is_of_a_dynamic_build() {
+        // A model given by the user, or any machine but the host, is a static build.
+        assert!(!host_preempt_dynamic(Some("none"), "host"));
+        assert!(!host_preempt_dynamic(None, "x6-2-20"));
+        assert!(!host_preempt_dynamic(Some("full"), "2x1x4x2"));
+        // The host's own model comes with the host's build.
+        let host = schedlab_host::kernel::preempt_dynamic().is_some_and(|(dynamic, _)| dynamic);
+        assert_eq!(host_preempt_dynamic(None, "host"), host);
+    }
 }

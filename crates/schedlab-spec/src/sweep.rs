@@ -253,6 +253,7 @@ pub fn cache_key(job: &Job) -> Result<String, SpecError> {
         "sysctls": spec.sysctls,
         "hz": r.hz,
         "preempt": spec.cfg.preempt.name(),
+        "preempt_dynamic": spec.cfg.preempt_dynamic,
         "autogroup": spec.cfg.autogroup,
         "source": SOURCE_DIGEST,
     });

@@ -346,11 +346,11 @@ impl schedlab_core::trace::TraceSink for NewidlePulls {
 }
 
 /// The most tasks one newidle pass pulled in hackbench (socket, 1 group) on two
-/// CPUs under eevdf@6.18 booted preempt=none, on a static build or a
+/// CPUs under `policy` booted preempt=none, on a static build or a
 /// PREEMPT_DYNAMIC one; and how many passes pulled anything.
-fn largest_newidle_pull(preempt_dynamic: bool) -> (u64, usize) {
+fn largest_newidle_pull(policy: &str, preempt_dynamic: bool) -> (u64, usize) {
     let w = Workload::parse("hackbench groups=1 loops=200").unwrap();
-    let policy = schedlab_policies::policy_by_name("eevdf@6.18", &[]).unwrap();
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
     let cfg = RunConfig { seed: 5, check: true, preempt_dynamic, ..RunConfig::default() };
     let mut e = Engine::new(Topology::parse("1x1x2x1").unwrap(), broadwell(), policy, cfg, w.main_comm(), w.main_program());
     let sink = NewidlePulls::default();
@@ -366,10 +366,13 @@ fn largest_newidle_pull(preempt_dynamic: bool) -> (u64, usize) {
 fn a_preemptible_build_pulls_one_task_per_newidle_pass() {
     // detach_tasks() stops after the first task when a newly idle CPU balances on
     // a CONFIG_PREEMPTION kernel, which every PREEMPT_DYNAMIC build is.
-    let (most, passes) = largest_newidle_pull(true);
-    assert!(passes > 10, "{passes} newidle pulls");
-    assert_eq!(most, 1);
-    // A static preempt=none build pulls up to the imbalance at once.
-    let (most, _) = largest_newidle_pull(false);
-    assert!(most > 1, "{most}");
+    // v3.0's balance_tasks() and move_tasks() stop the same way under CONFIG_PREEMPT.
+    for policy in ["eevdf@6.18", "cfs@4.19", "cfs@3.0"] {
+        let (most, passes) = largest_newidle_pull(policy, true);
+        assert!(passes > 10, "{policy}: {passes} newidle pulls");
+        assert_eq!(most, 1, "{policy}");
+        // A static preempt=none build pulls up to the imbalance at once.
+        let (most, _) = largest_newidle_pull(policy, false);
+        assert!(most > 1, "{policy}: {most}");
+    }
 }

@@ -300,6 +300,8 @@ impl Cfs {
     /// group (children first, the root's own tasks last), the remaining imbalance
     /// is converted into the group's own weights (× weight / h_load); tasks are
     /// pulled while half of one fits what is left; what moved is converted back.
+    /// `one_per_group`: a newly idle pass on a preemptible build, whose
+    /// `balance_tasks()` stops after its first pull (under CONFIG_PREEMPT).
     /// Returns (load moved in CPU terms, tasks pulled, all pinned).
     #[allow(clippy::too_many_arguments)]
     fn load_balance_fair_v3(
@@ -309,6 +311,7 @@ impl Cfs {
         dst: usize,
         sd_idx: usize,
         max_load_move: u64,
+        one_per_group: bool,
         charge_cpu: usize,
     ) -> (u64, usize, bool) {
         let (nr_failed, cache_nice_tries) = {
@@ -358,7 +361,7 @@ impl Cfs {
                 self.move_task(sys, p, src, dst, charge_cpu);
                 pulled += 1;
                 left -= w;
-                if left <= 0 {
+                if one_per_group || left <= 0 {
                     break;
                 }
             }
@@ -408,15 +411,19 @@ impl Cfs {
         if self.rq[src].cfs.h_nr_running > 1 {
             Self::balance_cost(sys, charge_cpu, 0, 2, 0);
             // move_tasks() (v3.0 L2480): until no load moves or the imbalance is met.
+            // A preemptible build (CONFIG_PREEMPT) keeps a newly idle pass short:
+            // balance_tasks() stops at its first pull, and move_tasks() once this
+            // CPU has a task (its lock contention test is not modelled).
+            let newidle_short = sys.preemption_built && idle == IdleType::NewlyIdle;
             let mut total = 0u64;
             let mut all_pinned = true;
             loop {
-                let (moved, n, pinned) =
-                    self.load_balance_fair_v3(sys, src, this_cpu, sd_idx, imbalance.saturating_sub(total), charge_cpu);
+                let left = imbalance.saturating_sub(total);
+                let (moved, n, pinned) = self.load_balance_fair_v3(sys, src, this_cpu, sd_idx, left, newidle_short, charge_cpu);
                 total += moved;
                 pulled += n;
                 all_pinned &= pinned;
-                if moved == 0 || total >= imbalance {
+                if moved == 0 || total >= imbalance || (newidle_short && pulled > 0) {
                     break;
                 }
             }
