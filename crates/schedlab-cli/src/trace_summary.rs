@@ -71,6 +71,11 @@ pub fn run(traces: &[std::path::PathBuf], comm: Option<&str>) -> Result<(), Fail
         }
         _ => unreachable!("clap takes one or two traces"),
     }
+    for (path, s) in traces.iter().zip(&summaries) {
+        if let Some(note) = s.untraced_note(&path.display().to_string()) {
+            println!("{note}");
+        }
+    }
     let secs = started.elapsed().as_secs_f64();
     if bytes > 0 {
         eprintln!("read {:.0} MB in {secs:.1} s ({:.0} MB/s)", bytes as f64 / 1e6, bytes as f64 / 1e6 / secs.max(1e-9));

@@ -691,6 +691,9 @@ fn trace_comparison(dir: &Path, row: &SuiteRow, real_text: &str, sim: &SimSide) 
         let ratio = if d.real == 0.0 { "-".to_string() } else { format!("{:.2}", d.sim / d.real) };
         out.push_str(&format!("{:<34} {:>12.1} {:>12.1} {:>9}\n", d.figure, d.real, d.sim, ratio));
     }
+    for note in [rs.untraced_note("real"), ss.untraced_note("simulated")].into_iter().flatten() {
+        out.push_str(&format!("{note}\n"));
+    }
     Ok(out)
 }
 

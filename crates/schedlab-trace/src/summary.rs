@@ -7,6 +7,14 @@
 //! [`MigrationKind`]). A summary is built one event at a time
 //! ([`TraceSummary::add`]), in memory that grows with the tasks, not with the
 //! trace: the distributions are histograms (3 significant figures).
+//!
+//! A kernel can leave a switch out of its trace: every line names the task
+//! running on its CPU, so a line whose task is not the one the CPU's last
+//! `sched_switch` put there shows a switch-in that was not recorded (this
+//! project's hosts never trace the switch out of the idle task on their second
+//! vCPU). Such a run's start, and so its length and the wakeup latency before
+//! it, is unknown: both are left out of the distributions, and the switch-ins
+//! are counted ([`TraceSummary::untraced_switch_ins`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -68,6 +76,12 @@ pub struct TraceSummary {
     charged_since_in: BTreeMap<u32, u64>,
     /// Whether any `sched_stat_runtime` line was read.
     saw_runtime: bool,
+    /// Switch-ins of kept tasks the trace shows only by the task running
+    /// (a line of its own on a CPU whose last traced switch put another there).
+    pub untraced_switch_ins: u64,
+    /// The task each CPU's last traced `sched_switch` (or untraced one, once
+    /// seen) put on it.
+    on_cpu: BTreeMap<u32, u32>,
     running_since: BTreeMap<u32, u64>,
     woken_at: BTreeMap<u32, u64>,
     /// Kept tasks last seen going to sleep, not woken since.
@@ -89,6 +103,8 @@ impl Default for TraceSummary {
             charged_blocked_ns: histogram(),
             charged_since_in: BTreeMap::new(),
             saw_runtime: false,
+            untraced_switch_ins: 0,
+            on_cpu: BTreeMap::new(),
             running_since: BTreeMap::new(),
             woken_at: BTreeMap::new(),
             asleep: BTreeSet::new(),
@@ -111,6 +127,7 @@ impl TraceSummary {
     /// traces joined) start the intervals that cross them afresh.
     pub fn add(&mut self, l: &Line, keep: &dyn Fn(&str) -> bool) {
         let ts = l.ts_ns;
+        self.note_running(l, keep);
         match &l.event {
             Event::Switch { prev_comm, prev_pid, prev_state, next_comm, next_pid, .. } => {
                 if self.touch(*prev_pid, prev_comm, ts, keep) {
@@ -136,6 +153,7 @@ impl TraceSummary {
                         }
                     }
                 }
+                self.on_cpu.insert(l.cpu, *next_pid);
                 if self.touch(*next_pid, next_comm, ts, keep) {
                     self.asleep.remove(next_pid);
                     self.running_since.insert(*next_pid, ts);
@@ -185,6 +203,42 @@ impl TraceSummary {
             }
             _ => {}
         }
+    }
+
+    /// The task `l` names is running on `l.cpu`: if the CPU's last switch put
+    /// another task there, the switch to this one was not traced. The task that
+    /// was there stopped and this one started at unknown times, so neither run
+    /// is measured, nor the wakeup latency that ended in this one.
+    fn note_running(&mut self, l: &Line, keep: &dyn Fn(&str) -> bool) {
+        let Some(&there) = self.on_cpu.get(&l.cpu) else {
+            return;
+        };
+        if there == l.pid {
+            return;
+        }
+        self.on_cpu.insert(l.cpu, l.pid);
+        if there != 0 {
+            self.running_since.remove(&there);
+            self.charged_since_in.remove(&there);
+        }
+        if l.pid != 0 && keep(&l.comm) {
+            self.untraced_switch_ins += 1;
+            self.running_since.remove(&l.pid);
+            self.charged_since_in.remove(&l.pid);
+            self.woken_at.remove(&l.pid);
+            self.asleep.remove(&l.pid);
+        }
+    }
+
+    /// A sentence on the switch-ins the trace did not record, if any.
+    pub fn untraced_note(&self, trace: &str) -> Option<String> {
+        (self.untraced_switch_ins > 0).then(|| {
+            format!(
+                "{trace}: {} switch-ins of these tasks were not traced (a task ran on a CPU whose last sched_switch put \
+                 another task there); those runs and the wakeup latencies before them are not in the figures",
+                self.untraced_switch_ins
+            )
+        })
     }
 
     /// Notes a kept task's event; false if the task is not kept.
@@ -409,6 +463,35 @@ mod tests {
         assert_eq!(stat_runtime_args("comm=kworker/0:1 H pid=7 runtime=5 [ns]"), Some(("kworker/0:1 H", 7, 5)));
         assert_eq!(stat_runtime_args("comm=a pid=3 runtime=9 [ns] vruntime=100 [ns]"), Some(("a", 3, 9)));
         assert_eq!(stat_runtime_args("pid=3 runtime=9"), None);
+    }
+
+    /// A switch out of the idle task the kernel did not trace: task 10, woken
+    /// onto idle CPU 1, is next seen running there (its own sched_waking line).
+    /// Its run and the latency before it are unknown and left out; before this
+    /// rule its wakeup latency ran on to its next traced switch-in (60 us).
+    #[test]
+    fn an_untraced_switch_in_measures_neither_the_run_nor_the_latency() {
+        let trace = "\
+           <idle>-0       [000] d..2.   100.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=11 next_prio=120
+              hb-10      [001] d..2.   100.000001: sched_switch: prev_comm=hb prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+              hb-11      [000] d..3.   100.000010: sched_waking: comm=hb pid=10 prio=120 target_cpu=001
+          <idle>-0       [001] dNh2.   100.000015: sched_wakeup: comm=hb pid=10 prio=120 target_cpu=001
+              hb-10      [001] d..3.   100.000020: sched_waking: comm=hb pid=11 prio=120 target_cpu=000
+              hb-10      [001] d..2.   100.000025: sched_switch: prev_comm=hb prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+              hb-11      [000] d..2.   100.000030: sched_switch: prev_comm=hb prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=hb next_pid=12 next_prio=120
+              hb-12      [000] d..2.   100.000040: sched_switch: prev_comm=hb prev_pid=12 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=10 next_prio=120
+";
+        let s = TraceSummary::of(&parse_trace(trace).unwrap(), &|c| c == "hb");
+        assert_eq!(s.untraced_switch_ins, 1);
+        // Runs measured: task 11 (0-30 us) and task 12 (30-40 us); not task 10's.
+        assert_eq!(s.run_ns.len(), 2);
+        assert!(s.run_ns.equivalent(s.run_ns.max(), 30_000));
+        // No wakeup latency for task 10's untraced switch-in; its later switch-in
+        // at 40 us follows no waking.
+        assert_eq!(s.wakeup_latency_ns.len(), 0);
+        assert_eq!(s.tasks[&10].switches, 2);
+        // A trace whose every switch is recorded has none.
+        assert_eq!(TraceSummary::of(&parse_trace(TRACE).unwrap(), &|c| c == "hb").untraced_switch_ins, 0);
     }
 
     /// Read as a stream, the trace gives the same summary as parsed whole.
