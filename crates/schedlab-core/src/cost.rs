@@ -264,6 +264,18 @@ pub struct MachineProfile {
     /// Extra delay for an idle CPU to leave its idle state (shallow C-state exit)
     /// before it can run the scheduler.
     pub idle_exit_ns: u64,
+    /// The part of a halted idle CPU's exit (`idle_polls` false) that the task it
+    /// was woken for is charged as its own runtime: the wake list's IPI handler
+    /// updates the rq clock as it enqueues the task (sched_ttwu_pending()), and
+    /// wakeup_preempt() asks rq_clock_skip_update() of the idle task (which
+    /// init_idle() leaves queued), so __schedule() keeps that clock and the task's
+    /// exec_start is the enqueue, not the switch (kernel/sched/core.c, v6.18). At
+    /// most `idle_exit_ns`; the task starts its work at the same time, it only
+    /// pays for the tail. `schedlab calibrate` measures it as the CPU time a
+    /// sleeper is charged per wakeup on an idle CPU less per wakeup on a busy one
+    /// whose SCHED_FIFO spinner it waits for; absent, 0 (Linux policies only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_exit_charged_ns: Option<u64>,
     /// Whether an idle CPU watches its own need-resched flag (TIF_POLLING_NRFLAG:
     /// mwait- or poll-based idle, as intel_idle and acpi_idle on bare metal), so a
     /// wakeup only writes the flag (resched_curr → set_nr_and_not_polling,
@@ -359,6 +371,7 @@ impl MachineProfile {
             wakeup_remote_ns: 0,
             ipi_send_ns: 100,
             ipi_send_idle_ns: None,
+            idle_exit_charged_ns: None,
             ipi_latency_ns: 1000,
             ipi_receive_ns: 0,
             idle_exit_ns: 2000,
@@ -467,6 +480,7 @@ impl MachineProfile {
             ("node_mem_bw_mbps", self.node_mem_bw_mbps, 1, 100_000_000, "MB/s (leave it out for unlimited)"),
             ("cpu_mhz", self.cpu_mhz, 100, 10_000, "MHz (leave it out for 3000)"),
             ("wakeup_waker_ns", self.wakeup_waker_ns, 0, self.wakeup_ns, "ns, at most wakeup_ns"),
+            ("idle_exit_charged_ns", self.idle_exit_charged_ns, 0, self.idle_exit_ns, "ns, at most idle_exit_ns"),
             ("smt_throughput_pct", self.smt_throughput_pct, 50, 200, "per cent of one thread alone"),
             ("cache.l2_bytes", self.cache.as_ref().map(|c| c.l2_bytes), 1, 1 << 40, "bytes"),
             ("cache.llc_bytes", self.cache.as_ref().map(|c| c.llc_bytes), 1, 1 << 40, "bytes"),

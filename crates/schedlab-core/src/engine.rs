@@ -244,6 +244,9 @@ struct CpuExec {
     /// its call ends in a switch: set by a wakeup onto this CPU that asked to
     /// preempt it (see `try_to_wake_up`); the rest goes to the task switched in.
     waker_owned_ns: Option<u64>,
+    /// The tail of this halted CPU's idle exit that the task it switches to
+    /// pays (`idle_exit_charged_ns`), set when a wakeup kicks it.
+    exit_charged_ns: u64,
 }
 
 /// Per-task numbers in the result.
@@ -841,8 +844,25 @@ impl Engine {
                     let send = self.sys.cost.ipi_send_idle_ns.unwrap_or(self.sys.cost.ipi_send_ns);
                     self.sys.send_ipi(from, 0, send) + self.sys.cost.ipi_latency_ns
                 };
-                let c = &self.cpu[cpu];
-                let at = if still_active { c.idle_start_ns.max(noticed_at) } else { noticed_at + self.sys.cost.idle_exit_ns };
+                // A halted CPU's wake-list handler enqueues the task and updates the
+                // rq clock before the rest of the idle exit, and wakeup_preempt()'s
+                // rq_clock_skip_update() of the (queued) idle task keeps that clock
+                // through __schedule(): the task's exec_start is the enqueue
+                // (kernel/sched/core.c, v6.18). The CPU reschedules that much
+                // earlier and the task pays it as its first work, so it starts its
+                // own work when it did before. FreeBSD charges no such tail.
+                let halted = !still_active && !self.sys.cost.idle_polls;
+                let charged = match self.sys.cost.idle_exit_charged_ns {
+                    Some(tail) if halted && self.policy.linux_release().is_some() => tail.min(self.sys.cost.idle_exit_ns),
+                    _ => 0,
+                };
+                let c = &mut self.cpu[cpu];
+                c.exit_charged_ns = charged;
+                let at = if still_active {
+                    c.idle_start_ns.max(noticed_at)
+                } else {
+                    noticed_at + self.sys.cost.idle_exit_ns - charged
+                };
                 let at = self.sys.irq.deliver(cpu, now).max(at);
                 self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });
             }
@@ -916,6 +936,9 @@ impl Engine {
                 self.cpu[cpu].busy_since_ns = now;
                 self.sys.active[cpu] = true;
                 self.sys.set_working(cpu, true);
+                // The idle exit's charged tail, paid by the task switched in.
+                let tail = std::mem::take(&mut self.cpu[cpu].exit_charged_ns);
+                self.sys.charge(cpu, Charge::Sched, tail);
                 self.schedule(cpu, None);
             }
             // The IPI's return to user space reschedules only if the flag is still set

@@ -27,7 +27,9 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::background;
 use crate::counters::TracepointCounter;
-use crate::sys::{cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, write_all};
+use crate::sys::{
+    cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, thread_cpu_ns, write_all,
+};
 use schedlab_core::cost::{BackgroundThreads, MachineProfile, MigrationCost, SchedOpCost, TlbProfile};
 
 /// What `schedlab calibrate` was asked for.
@@ -508,7 +510,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         None => None,
     };
     let (ipi_send_ns, ipi_latency_ns, ipi_receive_ns, idle_exit_ns, idle_polls, cache_line_ns);
-    let (unix_send_remote_ns, unix_recv_remote_ns, wakeup_remote_ns, ipi_send_idle_ns);
+    let (unix_send_remote_ns, unix_recv_remote_ns, wakeup_remote_ns, ipi_send_idle_ns, idle_exit_charged_ns);
     let counter = AtomicU64::new(0);
     let atomic_ns = time_per_op(plan.reps, plan.syscall_iters, || {
         black_box(counter.fetch_add(1, Ordering::SeqCst));
@@ -703,6 +705,31 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
                 },
                 host.idle_driver
             ));
+            // What the woken task is charged of a halted CPU's exit: the wake
+            // list's handler stamps the rq clock as it enqueues, and the switch
+            // keeps that clock (rq_clock_skip_update() for the queued idle task),
+            // so the sleeper's CPU time per wakeup on an idle CPU exceeds its CPU
+            // time per wakeup on a busy CPU, where it waits for a SCHED_FIFO
+            // spinner's nap and the switch takes a fresh clock.
+            idle_exit_charged_ns = match (idle_polls, c.wake_remote_charged_ns) {
+                (false, Some(remote)) => {
+                    let v = floor(c.wake_idle_charged_ns - remote, 0).min(idle_exit_ns);
+                    notes.measured(format!(
+                        "idle_exit_charged_ns = {v}: CPU time (CLOCK_THREAD_CPUTIME_ID) charged to a sleeper per wakeup on \
+                         an idle CPU {:.0} ns - per wakeup on a busy CPU whose SCHED_FIFO spinner it waits for \
+                         {remote:.0} ns (at most idle_exit_ns)",
+                        c.wake_idle_charged_ns
+                    ));
+                    Some(v)
+                }
+                (false, None) => {
+                    notes.info(
+                        "idle_exit_charged_ns left out: no SCHED_FIFO spinner to compare with (needs CAP_SYS_NICE)".to_string(),
+                    );
+                    None
+                }
+                (true, _) => None,
+            };
         }
         None => {
             cache_line_ns = DEFAULT_CACHE_LINE_NS;
@@ -713,6 +740,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             ipi_receive_ns = 0;
             wakeup_remote_ns = 0;
             ipi_send_idle_ns = None;
+            idle_exit_charged_ns = None;
             unix_send_remote_ns = 0;
             unix_recv_remote_ns = 0;
             notes.estimated(format!(
@@ -793,6 +821,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         ipi_receive_ns,
         wakeup_remote_ns,
         ipi_send_idle_ns,
+        idle_exit_charged_ns,
         idle_exit_ns,
         idle_polls,
         fork_ns,
@@ -2332,6 +2361,9 @@ struct WakeShared {
     /// The last round the wakee saw, after recording `woke_at_ns`.
     done: AtomicU32,
     woke_at_ns: AtomicU64,
+    /// CPU time the wakee was charged from just before it went to sleep to just
+    /// after it woke, in the last round.
+    charged_ns: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -2351,6 +2383,8 @@ struct WakeSamples {
     call_ns: Vec<f64>,
     /// From just before FUTEX_WAKE to the wakee running in user space.
     latency_ns: Vec<f64>,
+    /// CPU time the wakee was charged across its sleep and wakeup.
+    charged_ns: Vec<f64>,
     /// How the waker told the wakee's CPU, over all rounds: (found it polling,
     /// IPIs sent); None where the tracepoints cannot be counted.
     signals: Option<(u64, u64)>,
@@ -2442,6 +2476,7 @@ fn run_wake_bench(cfg: &WakeConfig, timer_ns: f64) -> Result<WakeSamples> {
             let mut seen = 0u32;
             loop {
                 shared.armed.store(seen.wrapping_add(1), Ordering::Release);
+                let before_sleep_ns = thread_cpu_ns();
                 loop {
                     if shared.stop.load(Ordering::Acquire) {
                         return Ok(());
@@ -2452,6 +2487,7 @@ fn run_wake_bench(cfg: &WakeConfig, timer_ns: f64) -> Result<WakeSamples> {
                     futex_wait(&shared.word, seen, Some(100_000_000));
                 }
                 shared.woke_at_ns.store(now_ns(), Ordering::Release);
+                shared.charged_ns.store(thread_cpu_ns().saturating_sub(before_sleep_ns), Ordering::Release);
                 seen = shared.word.load(Ordering::Acquire);
                 shared.done.store(seen, Ordering::Release);
             }
@@ -2499,7 +2535,7 @@ fn wait_until(mut cond: impl FnMut() -> bool, what: &str) -> Result<()> {
 }
 
 fn drive_wakes(cfg: &WakeConfig, shared: &WakeShared, timer_ns: f64) -> Result<WakeSamples> {
-    let (mut call_ns, mut latency_ns) = (Vec::new(), Vec::new());
+    let (mut call_ns, mut latency_ns, mut charged_ns) = (Vec::new(), Vec::new(), Vec::new());
     for round in 1..=cfg.samples as u32 + 5 {
         wait_until(|| shared.armed.load(Ordering::Acquire) >= round, "wakee arming")?;
         spin_for(cfg.settle_ns);
@@ -2513,9 +2549,10 @@ fn drive_wakes(cfg: &WakeConfig, shared: &WakeShared, timer_ns: f64) -> Result<W
         if woken == 1 && round > 5 {
             call_ns.push(t1.saturating_sub(t0) as f64 - timer_ns);
             latency_ns.push(shared.woke_at_ns.load(Ordering::Acquire).saturating_sub(t0) as f64);
+            charged_ns.push(shared.charged_ns.load(Ordering::Acquire) as f64);
         }
     }
-    Ok(WakeSamples { call_ns, latency_ns, signals: None })
+    Ok(WakeSamples { call_ns, latency_ns, charged_ns, signals: None })
 }
 
 // --- Two-CPU measurements --------------------------------------------------------------
@@ -2533,6 +2570,10 @@ struct Cross {
     wake_idle_signals: Option<(u64, u64)>,
     /// FUTEX_WAKE of a sleeper on a busy CPU it cannot preempt (None without SCHED_FIFO).
     wake_remote_call_ns: Option<f64>,
+    /// CPU time charged to a sleeper per wakeup on an idle CPU, and on a busy CPU
+    /// whose SCHED_FIFO spinner it waits for (None without SCHED_FIFO).
+    wake_idle_charged_ns: f64,
+    wake_remote_charged_ns: Option<f64>,
     membarrier_ns: Option<f64>,
     ipi_receive_ns: Option<f64>,
     unix_stream_send_ns: f64,
@@ -2567,7 +2608,9 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
     // The wakee last ran when the spinner began a 20 us nap: 50 us later the
     // spinner is mid-run, so the wake finds the CPU busy.
     cfg.settle_ns = 50_000;
-    let remote = run_wake_bench(&cfg, timer_ns).ok().and_then(|r| median(r.call_ns));
+    let remote = run_wake_bench(&cfg, timer_ns).ok();
+    let wake_remote_charged_ns = remote.as_ref().and_then(|r| median(r.charged_ns.clone()));
+    let remote = remote.and_then(|r| median(r.call_ns));
 
     // FUTEX_WAKE with nobody waiting: syscall + futex hash lookup, the baseline that
     // the busy-CPU wake is compared with.
@@ -2586,6 +2629,8 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
         wake_busy_call_ns: median(busy.call_ns).context("no busy-CPU wake sample")?,
         wake_busy_latency_ns: median(busy.latency_ns).context("no busy-CPU wake sample")?,
         wake_idle_latency_ns: median(idle.latency_ns).context("no idle-CPU wake sample")?,
+        wake_idle_charged_ns: median(idle.charged_ns).context("no idle-CPU wake sample")?,
+        wake_remote_charged_ns,
         wake_idle_call_ns: median(idle.call_ns).context("no idle-CPU wake sample")?,
         wake_idle_signals: idle.signals,
         wake_remote_call_ns: remote,

@@ -24,6 +24,15 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time the kernel has charged the calling thread, ns (CLOCK_THREAD_CPUTIME_ID:
+/// its sum_exec_runtime, brought up to date by the call).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-pointer; the thread CPU-time clock always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Busy for `ns`, reading the clock.
 pub fn spin_for(ns: u64) {
     let start = now_ns();

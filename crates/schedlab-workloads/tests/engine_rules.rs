@@ -627,3 +627,54 @@ fn a_preempted_waker_is_charged_its_part_of_the_wakeup() {
         assert_eq!(child_all, child_part - 3_500, "{policy}");
     }
 }
+
+/// A 5 ms sleep on one CPU that halts when idle, under `policy`, with
+/// `charged_ns` of the idle exit charged to the woken task: (elapsed, the
+/// sleeper's system time, when it was switched in each time).
+fn halted_sleep(policy: &str, charged_ns: Option<u64>) -> (u64, u64, Vec<u64>) {
+    let mut profile = common::unit_profile();
+    profile.idle_polls = false;
+    profile.idle_exit_charged_ns = charged_ns;
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let ops = vec![Op::Mark { label: MARK_START }, Op::Sleep { ns: 5_000_000 }, Op::Mark { label: MARK_END }];
+    let mut e = Engine::new(Topology::parse("1x1x1x1").unwrap(), profile, policy, cfg, "main", Box::new(Script::new(ops)));
+    let sink = SwitchIns::default();
+    let ins = sink.0.clone();
+    e.set_trace(Box::new(sink));
+    let r = e.run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let t = r.tasks.iter().find(|t| t.comm == "main").unwrap();
+    let ins = ins.borrow().clone();
+    (r.elapsed_ns(), t.sys_ns, ins)
+}
+
+/// When each task was switched in.
+#[derive(Default)]
+struct SwitchIns(std::rc::Rc<std::cell::RefCell<Vec<u64>>>);
+
+impl schedlab_core::trace::TraceSink for SwitchIns {
+    fn record(&mut self, rec: &schedlab_core::trace::TraceRecord, _tasks: &[schedlab_core::task::Task]) {
+        if let schedlab_core::trace::TraceKind::Switch { next: Some(_), .. } = rec.kind {
+            self.0.borrow_mut().push(rec.time_ns);
+        }
+    }
+}
+
+#[test]
+fn a_task_woken_on_a_halted_cpu_pays_the_idle_exit_after_its_enqueue() {
+    // The wakeup stamps the rq clock as it enqueues; the switch keeps that clock,
+    // so the task is charged the last 1500 ns of the 2000 ns idle exit: at its
+    // start (woken onto the halted CPU at 0) and at its timer's wakeup (5 003 100).
+    // The switch comes 1500 ns earlier, the work when it did.
+    for policy in ["eevdf@6.18", "cfs@4.19"] {
+        let (elapsed, sys, ins) = halted_sleep(policy, None);
+        assert_eq!(ins, vec![2000, 5_005_100], "{policy}");
+        let (elapsed_charged, sys_charged, ins_charged) = halted_sleep(policy, Some(1500));
+        assert_eq!(ins_charged, vec![500, 5_003_600], "{policy}");
+        assert_eq!(elapsed_charged, elapsed, "{policy}");
+        assert_eq!(sys_charged, sys + 2 * 1500, "{policy}");
+    }
+    // FreeBSD keeps no such clock: nothing changes.
+    assert_eq!(halted_sleep("ule@post", Some(1500)), halted_sleep("ule@post", None));
+}
