@@ -123,15 +123,14 @@ pub fn summarise(text: &str, span_ns: u64, ncpus: usize, own: &dyn Fn(u32) -> bo
     let mut kinds: BTreeMap<(String, bool), Kind> = BTreeMap::new();
     let mut rt_runs = 0;
     for l in &lines {
-        match &l.event {
+        let (prev_comm, prev_pid, prev_prio, next_pid) = match &l.event {
             Event::Waking { pid, .. } | Event::Wakeup { pid, .. } | Event::WakeupNew { pid, .. } => {
                 woken.insert(*pid, Some(l.ts_ns));
                 continue;
             }
-            Event::Switch { .. } => {}
+            Event::Switch { prev_comm, prev_pid, prev_prio, next_pid, .. } => (prev_comm, prev_pid, prev_prio, next_pid),
             _ => continue,
-        }
-        let Event::Switch { prev_comm, prev_pid, prev_prio, next_pid, .. } = &l.event else { continue };
+        };
         let cpu_last = on_cpu.insert(l.cpu, (*next_pid, l.ts_ns));
         woken.entry(*next_pid).or_insert(None);
         let prev_seen = woken.insert(*prev_pid, None);
