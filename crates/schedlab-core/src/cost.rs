@@ -269,11 +269,12 @@ pub struct MachineProfile {
     /// updates the rq clock as it enqueues the task (sched_ttwu_pending()), and
     /// wakeup_preempt() asks rq_clock_skip_update() of the idle task (which
     /// init_idle() leaves queued), so __schedule() keeps that clock and the task's
-    /// exec_start is the enqueue, not the switch (kernel/sched/core.c, v6.18). At
-    /// most `idle_exit_ns`; the task starts its work at the same time, it only
+    /// exec_start is the enqueue, not the switch (kernel/sched/core.c, v6.0 to
+    /// v6.18: older releases enqueue from the waker, which this does not model).
+    /// At most `idle_exit_ns`; the task starts its work at the same time, it only
     /// pays for the tail. `schedlab calibrate` measures it as the CPU time a
     /// sleeper is charged per wakeup on an idle CPU less per wakeup on a busy one
-    /// whose SCHED_FIFO spinner it waits for; absent, 0 (Linux policies only).
+    /// whose SCHED_FIFO spinner it waits for; absent, 0 (Linux 6.0+ policies only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_exit_charged_ns: Option<u64>,
     /// Whether an idle CPU watches its own need-resched flag (TIF_POLLING_NRFLAG:

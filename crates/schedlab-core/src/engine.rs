@@ -354,6 +354,9 @@ pub struct Engine {
     unix_queued_bytes: u64,
     /// Pages held by all pipes' rings: their data's cache footprint.
     pipe_queued_bytes: u64,
+    /// The tail of a halted CPU's idle exit that the task it wakes for pays
+    /// (`idle_exit_charged_ns`, see `resched_curr()`); 0 where it does not apply.
+    halted_exit_charge_ns: u64,
     /// During a wakeup: the waker's remote enqueue, which its IPI follows.
     wake_enqueue_ns: u64,
     /// The context trace records are emitted in (the tick's balancing, a timer).
@@ -448,6 +451,18 @@ impl Engine {
         let mut sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         sys.preempt = cfg.preempt;
         sys.preemption_built = cfg.preempt_dynamic || cfg.preempt.kernel_preemptible();
+        // From v6.0 (f3dd3f674555, "sched: Remove the limitation of WF_ON_CPU on
+        // wakelist if wakee cpu is idle") a wakeup onto an idle CPU of the waker's
+        // LLC goes through the wake list, so the woken CPU's handler stamps the rq
+        // clock and the task pays only the rest of the idle exit, the part
+        // calibrate measures. Before, the waker enqueued and stamped the clock
+        // itself and the task paid the whole wake-to-run: not modelled. FreeBSD
+        // keeps no such clock. A polling CPU's tail is not measured.
+        let c = &sys.cost;
+        let halted_exit_charge_ns = match (c.idle_exit_charged_ns, policy.linux_release()) {
+            (Some(tail), Some(release)) if release >= (6, 0) && !c.idle_polls => tail.min(c.idle_exit_ns),
+            _ => 0,
+        };
         let mut e = Engine {
             sys,
             policy,
@@ -459,6 +474,7 @@ impl Engine {
             chans: Vec::new(),
             unix_queued_bytes: 0,
             pipe_queued_bytes: 0,
+            halted_exit_charge_ns,
             wake_enqueue_ns: 0,
             trace_context: TraceContext::Task,
             futexes: BTreeMap::new(),
@@ -844,18 +860,14 @@ impl Engine {
                     let send = self.sys.cost.ipi_send_idle_ns.unwrap_or(self.sys.cost.ipi_send_ns);
                     self.sys.send_ipi(from, 0, send) + self.sys.cost.ipi_latency_ns
                 };
-                // A halted CPU's wake-list handler enqueues the task and updates the
-                // rq clock before the rest of the idle exit, and wakeup_preempt()'s
-                // rq_clock_skip_update() of the (queued) idle task keeps that clock
-                // through __schedule(): the task's exec_start is the enqueue
-                // (kernel/sched/core.c, v6.18). The CPU reschedules that much
-                // earlier and the task pays it as its first work, so it starts its
-                // own work when it did before. FreeBSD charges no such tail.
-                let halted = !still_active && !self.sys.cost.idle_polls;
-                let charged = match self.sys.cost.idle_exit_charged_ns {
-                    Some(tail) if halted && self.policy.linux_release().is_some() => tail.min(self.sys.cost.idle_exit_ns),
-                    _ => 0,
-                };
+                // A halted CPU's wake-list handler (sched_ttwu_pending()) enqueues
+                // the task and updates the rq clock before the rest of the idle
+                // exit, and wakeup_preempt()'s rq_clock_skip_update() of the
+                // (queued) idle task keeps that clock through __schedule(): the
+                // task's exec_start is the enqueue (kernel/sched/core.c, v6.0-v6.18).
+                // The CPU reschedules that much earlier and the task pays it as its
+                // first work, so it starts its own work when it did before.
+                let charged = if still_active { 0 } else { self.halted_exit_charge_ns };
                 let c = &mut self.cpu[cpu];
                 c.exit_charged_ns = charged;
                 let at = if still_active {

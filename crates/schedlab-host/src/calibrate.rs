@@ -2608,9 +2608,8 @@ fn cross_cpu(host: &Host, cpu_b: usize, plan: &Plan, timer_ns: f64) -> Result<Cr
     // The wakee last ran when the spinner began a 20 us nap: 50 us later the
     // spinner is mid-run, so the wake finds the CPU busy.
     cfg.settle_ns = 50_000;
-    let remote = run_wake_bench(&cfg, timer_ns).ok();
-    let wake_remote_charged_ns = remote.as_ref().and_then(|r| median(r.charged_ns.clone()));
-    let remote = remote.and_then(|r| median(r.call_ns));
+    let (remote, wake_remote_charged_ns) =
+        run_wake_bench(&cfg, timer_ns).map_or((None, None), |r| (median(r.call_ns), median(r.charged_ns)));
 
     // FUTEX_WAKE with nobody waiting: syscall + futex hash lookup, the baseline that
     // the busy-CPU wake is compared with.
