@@ -9,6 +9,7 @@ pub mod params;
 pub mod pft;
 pub mod pipe;
 pub mod schbench;
+pub mod shell;
 pub mod stressng;
 pub mod tbench;
 mod timed;
@@ -24,6 +25,7 @@ pub use make::Make;
 pub use pft::Pft;
 pub use pipe::PipeBench;
 pub use schbench::Schbench;
+pub use shell::ShellScripts;
 pub use stressng::StressNgPipe;
 pub use tbench::Tbench;
 
@@ -35,6 +37,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100] [slice_us=0]"),
     ("tbench", "tbench clients=N [runtime_ms=10000] [warmup_ms=2000] (dbench's network mode over loopback TCP)"),
     ("context1", "context1 copies=N [duration_ms=10000] (UnixBench's pipe-based context switching: lps)"),
+    ("shell", "shell copies=N [concurrent=1] [duration_ms=60000] (UnixBench's shell scripts, looper multi.sh N: lpm)"),
     ("stress-ng", "stress-ng pipe=N [timeout_ms=20000] [pipe_data_size=512] [fill_ns=0] (the pipe stressor: bogo ops/s)"),
     (
         "make",
@@ -58,6 +61,7 @@ pub enum Workload {
     Make(Make),
     StressNgPipe(StressNgPipe),
     Context1(Context1),
+    Shell(ShellScripts),
 }
 
 impl Workload {
@@ -105,6 +109,11 @@ impl Workload {
                 p.finish("copies, duration_ms")?;
                 Ok(Workload::Context1(b))
             }
+            "shell" => {
+                let b = ShellScripts::from_params(&mut p)?;
+                p.finish("copies, concurrent, duration_ms")?;
+                Ok(Workload::Shell(b))
+            }
             // `scale` is a decimal fraction, which Params does not read: Make parses
             // its whole spec itself (the other keys through Params, then finish()).
             "make" => Ok(Workload::Make(Make::from_spec(spec)?)),
@@ -127,6 +136,7 @@ impl Workload {
             Workload::Make(_) => "make",
             Workload::StressNgPipe(_) => "stress-ng",
             Workload::Context1(_) => "context1",
+            Workload::Shell(_) => "shell",
         }
     }
 
@@ -197,6 +207,9 @@ impl Workload {
                 ("fill_cycles", n(b.fill_cycles)),
             ],
             Workload::Context1(b) => vec![("copies", n(b.copies)), ("duration_ms", n(b.duration_ms))],
+            Workload::Shell(b) => {
+                vec![("copies", n(b.copies)), ("concurrent", n(b.concurrent)), ("duration_ms", n(b.duration_ms))]
+            }
         }
     }
 
@@ -218,6 +231,7 @@ impl Workload {
             Workload::Make(_) => make::MAKE_COMM,
             Workload::StressNgPipe(_) => "stress-ng",
             Workload::Context1(_) => "Run",
+            Workload::Shell(_) => "Run",
         }
     }
 
@@ -232,6 +246,7 @@ impl Workload {
             Workload::Make(b) => b.main_program(),
             Workload::StressNgPipe(b) => b.main_program(),
             Workload::Context1(b) => b.main_program(),
+            Workload::Shell(b) => b.main_program(),
         }
     }
 
@@ -268,6 +283,7 @@ impl Workload {
             Workload::Make(b) => b.banner(),
             Workload::StressNgPipe(b) => b.banner(),
             Workload::Context1(b) => b.banner(),
+            Workload::Shell(b) => b.banner(),
         }
     }
 
@@ -280,6 +296,7 @@ impl Workload {
             Workload::Schbench(_) => Some((Schbench::rps(res), unit)),
             Workload::StressNgPipe(_) => Some((StressNgPipe::bogo_ops_per_s(res), unit)),
             Workload::Context1(_) => Some((Context1::lps(res), unit)),
+            Workload::Shell(_) => Some((ShellScripts::lpm(res), unit)),
             _ => None,
         }
     }
@@ -294,6 +311,7 @@ impl Workload {
             Workload::GroupMix(m) => m.warmup_ms + m.window_ms,
             Workload::StressNgPipe(b) => b.timeout_ms,
             Workload::Context1(b) => b.duration_ms,
+            Workload::Shell(b) => b.duration_ms,
             _ => return None,
         };
         Some(ms * 1_000_000)
@@ -306,6 +324,7 @@ impl Workload {
             Workload::Schbench(_) => Some("rps"),
             Workload::StressNgPipe(_) => Some("bogo ops/s"),
             Workload::Context1(_) => Some("lps"),
+            Workload::Shell(_) => Some("lpm"),
             _ => None,
         }
     }
@@ -364,6 +383,7 @@ impl Workload {
                 ("real_time_s", wall_s),
             ],
             Workload::Context1(_) => vec![("iterations", Context1::iterations(res) as f64), ("lps", Context1::lps(res))],
+            Workload::Shell(_) => vec![("loops", ShellScripts::loops(res) as f64), ("lpm", ShellScripts::lpm(res))],
         }
     }
 
@@ -379,6 +399,7 @@ impl Workload {
             Workload::Make(b) => b.result_lines(res),
             Workload::StressNgPipe(b) => b.result_lines(res),
             Workload::Context1(b) => b.result_lines(res),
+            Workload::Shell(b) => b.result_lines(res),
         }
     }
 }
@@ -414,6 +435,7 @@ mod spec_tests {
             "make jobs=4 scale=0.01",
             "stress-ng pipe=2 timeout_ms=50 fill_cycles=10",
             "context1 copies=3 duration_ms=20",
+            "shell copies=2 concurrent=8 duration_ms=30",
         ] {
             let w = Workload::parse(spec).unwrap();
             let again = Workload::parse(&w.spec()).unwrap_or_else(|e| panic!("{}: {e}", w.spec()));

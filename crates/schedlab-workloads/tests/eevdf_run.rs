@@ -18,6 +18,8 @@ const WORKLOADS: &[&str] = &[
     "pft threads=4 mb=20",
     "make jobs=4 scale=0.005",
     "stress-ng pipe=4 timeout_ms=20",
+    "context1 copies=2 duration_ms=5",
+    "shell copies=2 concurrent=2 duration_ms=20",
 ];
 
 #[test]
