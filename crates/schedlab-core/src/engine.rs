@@ -1374,6 +1374,16 @@ impl Engine {
                     self.start_stream(cpu, p, ns, StreamAsk { demand_bps, at });
                     return;
                 }
+                Op::Exec { ns } if self.sched_exec_moves(cpu, p) => {
+                    // The stopper preempted the task, which runs its exec on the
+                    // CPU it was pushed to (the retry path above, no second entry).
+                    let e = &mut self.exec[p];
+                    e.op = Some(Op::Exec { ns });
+                    e.first_attempt = false;
+                    e.op_progress = 0;
+                    self.schedule(cpu, Some(PrevState::Running));
+                    return;
+                }
                 op => {
                     let cost = self.op_cost(&op, true) + self.pipe_page_ns(&op, p, false);
                     let entry = self.sys.cost.syscall_ns;
@@ -1395,6 +1405,24 @@ impl Engine {
                 return;
             }
         }
+    }
+
+    /// `sched_exec()` (kernel/sched/core.c, v3.0-v6.18) at the start of `p`'s
+    /// execve() on `cpu`: asks the policy where the task should run, and if that
+    /// is another CPU, has the stopper (`stop_one_cpu(migration_cpu_stop)`)
+    /// preempt it there and push it over. The stopper's run costs this CPU one
+    /// more context switch than the switch away from `p` the caller's
+    /// schedule() charges. True if `p` is being moved.
+    fn sched_exec_moves(&mut self, cpu: usize, p: TaskId) -> bool {
+        let dest = self.policy.select_exec_cpu(&mut self.sys, p, cpu);
+        self.process_requests();
+        if dest == cpu || !self.sys.tasks[p].can_run_on(dest) {
+            return false;
+        }
+        self.policy.push_running_task(&mut self.sys, cpu, p, dest);
+        self.sys.charge(cpu, Charge::Sched, self.sys.cost.context_switch_ns);
+        self.sys.stats[cpu].exec_pushes += 1;
+        true
     }
 
     fn start_segment(&mut self, cpu: usize, p: TaskId, len_ns: u64, kernel: bool) {
@@ -1545,7 +1573,7 @@ impl Engine {
             Op::Fork { kind: ForkKind::Process, .. } => c.fork_ns,
             Op::Fork { kind: ForkKind::Thread, .. } => c.clone_ns,
             Op::Exit => c.exit_ns,
-            Op::Kernel { ns } => ns,
+            Op::Kernel { ns } | Op::Exec { ns } => ns,
             _ => 0,
         };
         entry + body
@@ -1988,7 +2016,7 @@ impl Engine {
                 self.process_requests();
                 Outcome::Continue
             }
-            Op::Kernel { .. } => Outcome::Continue,
+            Op::Kernel { .. } | Op::Exec { .. } => Outcome::Continue,
             Op::Compute { .. }
             | Op::Cycles { .. }
             | Op::Stream { .. }

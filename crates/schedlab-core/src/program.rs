@@ -35,6 +35,11 @@ pub enum Op {
     /// open() and read() from the page cache, the page faults of a new image. It
     /// counts as system time.
     Kernel { ns: u64 },
+    /// execve(): `ns` of kernel work (opening and loading the new image). Linux
+    /// first calls `sched_exec()`, which may move the task to the idlest CPU of
+    /// its domains that balance at exec (`SD_BALANCE_EXEC`) through the stopper;
+    /// the work then runs there. FreeBSD does not balance at exec.
+    Exec { ns: u64 },
     /// pipe(): result `Chan(id)`, a channel read and written by anyone who holds it.
     Pipe,
     /// pipe2(O_DIRECT): a pipe in packet mode (each write its own slot, each read

@@ -11,11 +11,14 @@ use crate::stats::{latency_histogram, CpuStats};
 use crate::task::{Task, TaskId, TaskState};
 use crate::topology::{Distance, Topology};
 
-/// Why `select_task_rq` is called (`SD_BALANCE_WAKE` / `SD_BALANCE_FORK`).
+/// Why `select_task_rq` is called (`SD_BALANCE_WAKE` / `SD_BALANCE_FORK` /
+/// `SD_BALANCE_EXEC`, v5.10+ `WF_TTWU` / `WF_FORK` / `WF_EXEC`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SelectReason {
     Wakeup,
     Fork,
+    /// `sched_exec()`: the running task starts an execve().
+    Exec,
 }
 
 /// Wakeup flags (`WF_*`).
@@ -130,6 +133,20 @@ pub trait SchedClass {
     /// ran, `waker_cpu` where the wakeup (or fork) executes. The engine migrates `p`
     /// if the answer differs from `prev_cpu`.
     fn select_task_rq(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, waker_cpu: usize, flags: WakeFlags) -> usize;
+
+    /// `sched_exec()` (Linux, kernel/sched/core.c, every modelled version): running
+    /// task `p` on `cpu` starts an execve(), "a valuable balancing opportunity"
+    /// (its footprint is smallest): the CPU it should move to. FreeBSD balances
+    /// nothing at exec, hence the default.
+    fn select_exec_cpu(&mut self, _sys: &mut System, _p: TaskId, cpu: usize) -> usize {
+        cpu
+    }
+
+    /// `stop_one_cpu(migration_cpu_stop)` after `select_exec_cpu()` chose `dest`:
+    /// the stopper preempts `p` on `cpu` (a schedule() follows), and moves it to
+    /// `dest` if it is still queued there and allowed on `dest`. Only called when
+    /// `select_exec_cpu()` returned another CPU.
+    fn push_running_task(&mut self, _sys: &mut System, _cpu: usize, _p: TaskId, _dest: usize) {}
 
     /// `enqueue_task()`: `p` becomes runnable on `cpu` (`sys.tasks[p].cpu == cpu`).
     fn enqueue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: EnqueueReason);

@@ -50,6 +50,9 @@ pub struct CpuStats {
     pub lb_gained: u64,
     /// Newly-idle balancing skipped by its `avg_idle`/overload gate.
     pub newidle_skipped: u64,
+    /// Tasks this CPU's stopper pushed elsewhere at the start of their execve()
+    /// (`sched_exec()`; the 2.6 kernels' schedstat `sbe_pushed`).
+    pub exec_pushes: u64,
 }
 
 impl CpuStats {
@@ -76,6 +79,7 @@ impl CpuStats {
             lb_count: self.lb_count - earlier.lb_count,
             lb_gained: self.lb_gained - earlier.lb_gained,
             newidle_skipped: self.newidle_skipped - earlier.newidle_skipped,
+            exec_pushes: self.exec_pushes - earlier.exec_pushes,
         }
     }
 
@@ -100,6 +104,7 @@ impl CpuStats {
         self.lb_count += o.lb_count;
         self.lb_gained += o.lb_gained;
         self.newidle_skipped += o.newidle_skipped;
+        self.exec_pushes += o.exec_pushes;
     }
 }
 

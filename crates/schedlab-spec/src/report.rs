@@ -196,6 +196,7 @@ fn stats_json(s: &CpuStats) -> serde_json::Value {
         "sched_ns": s.sched_ns, "find_ns": s.find_ns, "busy_ns": s.busy_ns, "steals": s.steals, "steal_fails": s.steal_fails,
         "switch_steals": s.switch_steals, "steal_restarts": s.steal_restarts,
         "lb_count": s.lb_count, "lb_gained": s.lb_gained, "newidle_skipped": s.newidle_skipped,
+        "exec_pushes": s.exec_pushes,
     })
 }
 

@@ -344,7 +344,7 @@ impl Program for Shell {
     fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
         self.step += 1;
         match self.step {
-            1 => Op::Kernel { ns: self.exec_ns },
+            1 => Op::Exec { ns: self.exec_ns },
             2 => {
                 let (comm, program) = self.tool.take().expect("forked once");
                 Op::Fork { kind: ForkKind::Process, comm: Some(comm), program }
@@ -385,7 +385,9 @@ impl Program for Tool {
         }
         if !self.started {
             self.started = true;
-            return Op::Kernel { ns: self.startup_ns };
+            // The driver's exec (cc1's and as's are lumped into its startup:
+            // one sched_exec() on Linux).
+            return Op::Exec { ns: self.startup_ns };
         }
         if self.user_left_ns > 0 {
             // Read what the next burst works on (sometimes waiting for the disk
@@ -674,7 +676,7 @@ mod tests {
                         last = OpResult::Task(t);
                     }
                     Op::Exit => break,
-                    Op::Compute { .. } | Op::Kernel { .. } => {}
+                    Op::Compute { .. } | Op::Kernel { .. } | Op::Exec { .. } => {}
                     _ => panic!("make does only compute, kernel work, fork and wait"),
                 }
             }

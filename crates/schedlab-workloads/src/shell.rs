@@ -28,7 +28,8 @@
 //! its own events:
 //!
 //! - from its fork to the exec tracepoint (`pre_exec_us`: the forked shell's
-//!   redirections and most of execve()), modelled as kernel work;
+//!   redirections and most of execve()), modelled as one execve() (`Op::Exec`:
+//!   on Linux it starts with `sched_exec()`'s balancing);
 //! - in the new image, between its own forks (the shells: `MULTI_*`,
 //!   `TST_PHASE_US`), or, for a command, from the exec to its first read of
 //!   standard input or write of standard output (dynamic loading, locale,
@@ -257,6 +258,8 @@ impl Program for Looper {
 
 /// One step of a scripted process.
 enum Step {
+    /// execve(), with the forked shell's work before it.
+    Exec(u64),
     Kernel(u64),
     Compute(u64),
     Pipe,
@@ -316,6 +319,7 @@ impl Program for Script {
             self.reading = None;
         }
         match self.steps.next().unwrap_or(Step::Exit) {
+            Step::Exec(ns) => Op::Exec { ns },
             Step::Kernel(ns) => Op::Kernel { ns },
             Step::Compute(ns) => Op::Compute { ns },
             Step::Pipe => {
@@ -353,7 +357,7 @@ fn exit(exit_us: u64) -> [Step; 2] {
 /// `multi.sh N` as its looper's child runs it: exec, N background `tst.sh`,
 /// `wait`, exit.
 fn multi_sh(concurrent: u64) -> Vec<Step> {
-    let mut s = vec![Step::Kernel(us(MULTI_PRE_EXEC_US)), less_fork(MULTI_START_US)];
+    let mut s = vec![Step::Exec(us(MULTI_PRE_EXEC_US)), less_fork(MULTI_START_US)];
     for i in 0..concurrent {
         if i > 0 {
             s.push(less_fork(MULTI_LOOP_US));
@@ -372,7 +376,7 @@ fn multi_sh(concurrent: u64) -> Vec<Step> {
 /// the rest of the image, exit.
 fn command(c: &Command, data: Vec<Step>) -> Vec<Step> {
     let start = c.image_us.saturating_sub(c.data_us + c.tail_us);
-    let mut s = vec![Step::Kernel(us(c.pre_exec_us)), Step::Compute(us(start))];
+    let mut s = vec![Step::Exec(us(c.pre_exec_us)), Step::Compute(us(start))];
     s.extend(data);
     s.push(Step::Compute(us(c.tail_us)));
     s.extend(exit(c.exit_us));
@@ -410,7 +414,7 @@ fn tst_sh() -> Vec<Step> {
     let wc = command(&WC, vec![Step::ReadAll { pipe: 2, bytes: GREP_BYTES }, Step::Compute(us(WC.data_us))]);
     let rm = command(&RM, Vec::new());
     let mut s = vec![
-        Step::Kernel(us(TST_PRE_EXEC_US)),
+        Step::Exec(us(TST_PRE_EXEC_US)),
         less_fork(p[0]),
         Step::Fork(SORT.comm, sort),
         Step::Wait,

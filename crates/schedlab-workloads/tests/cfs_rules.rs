@@ -376,3 +376,39 @@ fn a_preemptible_build_pulls_one_task_per_newidle_pass() {
         assert!(most > 1, "{policy}: {most}");
     }
 }
+
+/// `sched_exec()`: a task alone on its CPU stays there through its exec from
+/// v4.19 on (the spare capacity of v4.12+ and the `*_without()` statistics of
+/// v5.5+ leave its own load out), while v3.0's `find_idlest_group()` counts it
+/// on its own CPU and sends it to the idle one; on a busy two-CPU machine running
+/// UnixBench's shell loop, Linux's stopper pushes some exec'ing tasks to the
+/// other CPU, FreeBSD never balances at exec.
+#[test]
+fn sched_exec_moves_only_what_the_balancer_would() {
+    let lone = || {
+        FnProgram::new(|step, _last: OpResult, _rng: &mut _| match step {
+            0 => Op::Compute { ns: 1_000_000 },
+            1 => Op::Exec { ns: 500_000 },
+            2 => Op::Compute { ns: 1_000_000 },
+            _ => Op::Exit,
+        })
+    };
+    for (policy, moves) in [("cfs@3.0", 1), ("cfs@4.19", 0), ("cfs@5.15", 0), ("eevdf@6.18", 0)] {
+        let p = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+        let cfg = RunConfig { seed: 1, check: true, ..RunConfig::default() };
+        let r = Engine::new(Topology::parse("1x1x2x1").unwrap(), broadwell(), p, cfg, "lone", Box::new(lone())).run();
+        assert!(r.violations.is_empty(), "{policy}: {:#?}", r.violations);
+        assert_eq!((r.total().exec_pushes, r.tasks[0].migrations), (moves, moves), "{policy}: a lone task's exec");
+    }
+    for (policy, pushed) in [("cfs@4.19", true), ("eevdf@6.18", true), ("ule@post", false), ("4bsd", false)] {
+        let r = common::run("1x1x2x1", policy, "shell copies=3 concurrent=1 duration_ms=300", 2);
+        assert!(r.violations.is_empty(), "{policy}: {:#?}", r.violations);
+        let pushes = r.total().exec_pushes;
+        assert_eq!(pushes > 0, pushed, "{policy}: {pushes} exec pushes");
+        if pushed {
+            // Each push is a migration of the exec'ing task.
+            let migrations: u64 = r.tasks.iter().map(|t| t.migrations).sum();
+            assert!(migrations >= pushes, "{policy}: {migrations} migrations, {pushes} pushes");
+        }
+    }
+}

@@ -505,21 +505,29 @@ impl Cfs {
 
     // ------------------------------------------------------------------ fork placement
 
-    /// `update_sg_wakeup_stats()` (v5.10 L8690): the group as `p` would find it. A
-    /// forking task is not queued anywhere yet, so the `*_without()` corrections are
-    /// only needed for wakeups, which never take this path with default flags.
-    fn sg_wakeup_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId) -> Sg5 {
+    /// `update_sg_wakeup_stats()` (v5.10 L8690): the group as `p` would find it,
+    /// without `p` itself (`cpu_load_without()`, `cpu_util_without()`,
+    /// `cpu_runnable_without()`, `idle_cpu_without()`): a forking task is not
+    /// queued anywhere yet, an exec'ing one runs on its CPU and counts there as if
+    /// gone (`task_running_on_cpu()`).
+    /// `p_h_load` is `task_h_load(p)`, what `cpu_load_without()` takes off.
+    fn sg_wakeup_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId, p_h_load: u64) -> Sg5 {
         let span = &g.span;
         let mut s = Sg5::empty(gi, g.weight, g.capacity);
         s.group_weight = 0;
+        let p_cpu = (self.se[p].on_rq).then_some(sys.tasks[p].cpu);
         for i in span.iter().filter(|&i| sys.tasks[p].can_run_on(i)) {
             s.group_weight += 1;
-            s.group_load += self.cpu_load(i);
-            s.group_util += self.cpu_util(i);
-            s.group_runnable += self.cpu_runnable(i);
-            let nr = self.h_nr_runnable(i) as u64;
+            let local = p_cpu == Some(i);
+            let avg = &self.se[p].avg;
+            let without = |v: u64, mine: u64| if local { v.saturating_sub(mine) } else { v };
+            s.group_load += without(self.cpu_load(i), p_h_load);
+            s.group_util += without(self.cpu_util(i), avg.util_avg);
+            s.group_runnable += without(self.cpu_runnable(i), avg.runnable_load_avg);
+            let nr = self.h_nr_runnable(i) as u64 - u64::from(local);
             s.sum_nr_running += nr;
-            if nr == 0 && self.idle_cpu(sys, i) {
+            let idle = if local { sys.curr(i) == Some(p) } else { self.idle_cpu(sys, i) };
+            if nr == 0 && idle {
                 s.idle_cpus += 1;
             }
         }
@@ -557,12 +565,18 @@ impl Cfs {
         let mut local: Option<Sg5> = None;
         let mut idlest: Option<(usize, Sg5)> = None;
         let mut scanned = 0u64;
+        let p_h_load = if self.se[p].on_rq {
+            let jiffies = self.jiffies(sys.now_ns);
+            self.task_h_load(p, jiffies)
+        } else {
+            0
+        };
         for (gi, g) in self.doms[this_cpu].domains[sd_idx].groups.iter().enumerate() {
             if !g.span.iter().any(|c| sys.tasks[p].can_run_on(c)) {
                 continue;
             }
             scanned += g.weight;
-            let s = self.sg_wakeup_stats5(sys, gi, g, pct, p);
+            let s = self.sg_wakeup_stats5(sys, gi, g, pct, p, p_h_load);
             if g.span.contains(this_cpu) {
                 local = Some(s);
             } else if Self::pick_idlest5(&s, idlest.as_ref().map(|(_, s)| s)) {

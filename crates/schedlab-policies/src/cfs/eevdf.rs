@@ -605,13 +605,14 @@ impl Cfs {
             }
             self.put_prev_task_fair(cpu, p, now);
         }
-        // An active balance's stopper (`active_load_balance_cpu_stop()`) preempted
-        // prev, and may push it to another CPU: the pick after it is
+        // A stopper (active balance's `active_load_balance_cpu_stop()`, or
+        // `sched_exec()`'s `migration_cpu_stop()`) preempted prev, and may push
+        // it to another CPU: the pick after it is
         // `pick_next_task_fair()` with the stopper as prev, its `simple` path. No
         // level has a running entity (`put_prev_entity()` cleared each
         // `cfs_rq->curr`) and `put_prev_set_next_task()` sets every level of the
         // pick anew, as for a task picked after the idle task.
-        if self.rq[cpu].active_balance_to.is_some() {
+        if self.rq[cpu].active_balance_to.is_some() || self.rq[cpu].exec_push_to.is_some() {
             prev_chain.clear();
         }
         self.balance_asked_of(sys, cpu);

@@ -165,6 +165,8 @@ pub struct Rq {
     pub last_load_update_tick: u64,
     /// Active balance asked: push the running task to this CPU at its next switch.
     pub active_balance_to: Option<usize>,
+    /// `sched_exec()` asked the stopper to push this task to that CPU.
+    pub exec_push_to: Option<(TaskId, usize)>,
     /// This idle CPU was kicked to run NOHZ idle balancing.
     pub nohz_kick: bool,
     /// The task this CPU's levels last picked (`rq->curr` for the fair class).
@@ -1101,11 +1103,19 @@ impl Cfs {
         }
     }
 
-    /// Balancing asked of `cpu` before it picks: an active-balance push of its
-    /// previous task (the stopper's work) and a NOHZ idle balance it was kicked for.
+    /// Balancing asked of `cpu` before it picks: the stopper's work (an
+    /// active-balance push of its previous task, or `sched_exec()`'s
+    /// `migration_cpu_stop()`) and a NOHZ idle balance it was kicked for.
     pub(crate) fn balance_asked_of(&mut self, sys: &mut System, cpu: usize) {
         if let Some(dst) = self.rq[cpu].active_balance_to.take() {
             self.active_push(sys, cpu, dst);
+        }
+        if let Some((p, dst)) = self.rq[cpu].exec_push_to.take() {
+            // migration_cpu_stop() → __migrate_task() (v4.19 L1028, v6.18
+            // move_queued_task()): only if the task is still queued here.
+            if sys.tasks[p].cpu == cpu && self.se[p].on_rq && sys.tasks[p].can_run_on(dst) {
+                self.move_task(sys, p, cpu, dst, cpu);
+            }
         }
         if self.rq[cpu].nohz_kick {
             self.rq[cpu].nohz_kick = false;
@@ -1215,6 +1225,7 @@ impl Cfs {
                 last_load_update_tick: 0,
                 cpu_capacity: domains::cpu_capacity_orig(topo, cpu, self.version),
                 active_balance_to: None,
+                exec_push_to: None,
                 nohz_kick: false,
                 curr_task: None,
                 resched_pending: false,
@@ -1279,6 +1290,15 @@ impl SchedClass for Cfs {
         self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
         // Not attached anywhere yet: wake_up_new_task() attaches it where it lands.
         self.se[p].rq_cpu = usize::MAX;
+    }
+
+    fn select_exec_cpu(&mut self, sys: &mut System, p: TaskId, cpu: usize) -> usize {
+        let flags = WakeFlags { reason: schedlab_core::sched::SelectReason::Exec, sync: false };
+        self.select_task_rq_fair(sys, p, cpu, cpu, flags)
+    }
+
+    fn push_running_task(&mut self, _sys: &mut System, cpu: usize, p: TaskId, dest: usize) {
+        self.rq[cpu].exec_push_to = Some((p, dest));
     }
 
     fn select_task_rq(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, waker_cpu: usize, flags: WakeFlags) -> usize {

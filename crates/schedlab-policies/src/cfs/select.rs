@@ -7,7 +7,7 @@
 use schedlab_core::sched::{SelectReason, System, WakeFlags};
 use schedlab_core::task::TaskId;
 
-use super::domains::{KernelVersion, SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_NUMA, SD_WAKE_AFFINE};
+use super::domains::{KernelVersion, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_NUMA, SD_WAKE_AFFINE};
 use super::fair::Cfs;
 
 impl Cfs {
@@ -141,13 +141,19 @@ impl Cfs {
         target.unwrap_or(prev_cpu)
     }
 
-    /// `select_task_rq_fair()` (v4.19 L6309).
+    /// `select_task_rq_fair()` (v4.19 L6309). A fork or an exec takes the slow
+    /// path through the highest domain that balances it (every level but the
+    /// distant NUMA ones), or stays; only a wakeup may be affine or take the fast
+    /// path (`sd_flag & SD_BALANCE_WAKE`, v5.10+ `wake_flags & WF_TTWU`).
     pub fn select_task_rq_fair(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, cpu: usize, flags: WakeFlags) -> usize {
-        let fork = flags.reason == SelectReason::Fork;
-        let sd_flag = if fork { SD_BALANCE_FORK } else { SD_BALANCE_WAKE };
+        let (sd_flag, wakeup) = match flags.reason {
+            SelectReason::Wakeup => (SD_BALANCE_WAKE, true),
+            SelectReason::Fork => (SD_BALANCE_FORK, false),
+            SelectReason::Exec => (SD_BALANCE_EXEC, false),
+        };
         let waker = sys.curr(cpu);
         let mut want_affine = false;
-        if !fork {
+        if wakeup {
             if let Some(w) = waker {
                 let j = self.jiffies(sys.now_ns);
                 let hz = 1_000_000_000 / self.tick_ns;
@@ -179,7 +185,7 @@ impl Cfs {
         if let Some(sd) = sd {
             return self.find_idlest_cpu(sys, sd, p, cpu, prev_cpu, sd_flag);
         }
-        if !fork {
+        if wakeup {
             if self.version >= KernelVersion::V5_15 {
                 return self.select_idle_sibling_v515(sys, p, prev_cpu, new_cpu, cpu);
             }
@@ -523,7 +529,7 @@ impl Cfs {
         sd_flag: u32,
     ) -> Option<schedlab_core::cpuset::CpuSet> {
         let sd = &self.doms[this_cpu].domains[l];
-        let load_idx = if sd_flag == SD_BALANCE_FORK { sd.forkexec_idx } else { sd.wake_idx };
+        let load_idx = if sd_flag & SD_BALANCE_WAKE != 0 { sd.wake_idx } else { sd.forkexec_idx };
         let pct = sd.imbalance_pct as u64;
         let imbalance_scale = 100 + (pct - 100) / 2;
         let imbalance = 1024 * (pct - 100) / 100;
@@ -545,7 +551,15 @@ impl Cfs {
                 scanned += 1;
                 runnable_load += if local { self.target_load(i, load_idx) } else { self.source_load(i, load_idx) };
                 avg_load += self.rq[i].cfs.avg.load_avg;
-                let spare = self.rq[i].cpu_capacity.saturating_sub(self.cpu_util(i));
+                // capacity_spare_wake(): the CPU's spare capacity without p's own
+                // utilization where p is queued (an exec'ing task on its CPU;
+                // `cpu_util_wake()`, util_est not modelled).
+                let util = if self.se[p].on_rq && sys.tasks[p].cpu == i {
+                    self.cpu_util(i).saturating_sub(self.se[p].avg.util_avg)
+                } else {
+                    self.cpu_util(i)
+                };
+                let spare = self.rq[i].cpu_capacity.saturating_sub(util);
                 max_spare = max_spare.max(spare);
             }
             let capacity = capacity.max(1);
@@ -611,7 +625,7 @@ impl Cfs {
         sd_flag: u32,
     ) -> Option<schedlab_core::cpuset::CpuSet> {
         let sd = &self.doms[this_cpu].domains[l];
-        let load_idx = if sd_flag == SD_BALANCE_FORK { sd.forkexec_idx } else { sd.wake_idx };
+        let load_idx = if sd_flag & SD_BALANCE_WAKE != 0 { sd.wake_idx } else { sd.forkexec_idx };
         let imbalance = 100 + (sd.imbalance_pct as u64 - 100) / 2;
         let groups: Vec<(std::sync::Arc<schedlab_core::cpuset::CpuSet>, u64)> =
             sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
