@@ -48,7 +48,9 @@ SOURCE_REVISION: str = _native.SOURCE_REVISION
 Scalar = Union[str, int, float, bool]
 
 #: Column order of ``RunResult.tasks``.
-TASK_COLUMNS = ["pid", "comm", "run_ns", "user_ns", "sys_ns", "wait_ns", "sleep_ns", "switches", "involuntary", "migrations"]
+TASK_COLUMNS = [
+    "pid", "comm", "count", "run_ns", "user_ns", "sys_ns", "wait_ns", "sleep_ns", "switches", "involuntary", "migrations",
+]
 #: Leading columns of ``RunResult.cpus`` (the rest follow by name).
 CPU_COLUMNS = [
     "cpu", "yld_count", "sched_count", "sched_goidle", "ttwu_count", "ttwu_local", "run_ns", "wait_ns", "timeslices",
@@ -110,8 +112,11 @@ class RunResult:
 
     @property
     def tasks(self) -> pd.DataFrame:
-        """One row per task: pid, comm, run/user/sys/wait/sleep ns, switches (of them
-        involuntary: switched out while still runnable, ru_nivcsw), migrations."""
+        """One row per task: pid, comm, count (1; a process reaped during the run
+        gives its slot to a later one and joins one row per comm, count the
+        processes it adds up, pid the first), run/user/sys/wait/sleep ns,
+        switches (of them involuntary: switched out while still runnable,
+        ru_nivcsw), migrations."""
         return _ordered(pd.DataFrame(self.summary["tasks"], columns=TASK_COLUMNS), TASK_COLUMNS)
 
     @property

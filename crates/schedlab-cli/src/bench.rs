@@ -191,7 +191,7 @@ pub fn run_one(index: usize, policy: &str, quick: bool) -> Result<(), Failure> {
         "workload": w,
         "policy": policy,
         "cpus": r.ncpus,
-        "tasks": r.tasks.len(),
+        "tasks": r.task_count(),
         "events": r.events,
         "messages": messages,
         "wall_s": wall,

@@ -249,11 +249,16 @@ struct CpuExec {
     exit_charged_ns: u64,
 }
 
-/// Per-task numbers in the result.
+/// Per-task numbers in the result. A process reaped during the run gives its
+/// slot to a later fork (memory grows with the tasks alive at once, not with
+/// the processes a run makes); its numbers are then added into one row per
+/// `comm` of every such process (`count` of them, `pid` the first one's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskSummary {
     pub pid: u32,
     pub comm: String,
+    /// Tasks in the row: 1, or the reaped processes of this `comm` it adds up.
+    pub count: u64,
     pub run_ns: u64,
     /// User time as getrusage() reports it: `run_ns` outside system calls.
     pub user_ns: u64,
@@ -265,6 +270,22 @@ pub struct TaskSummary {
     /// Of the switches out, those while still runnable (`ru_nivcsw`).
     pub involuntary: u64,
     pub migrations: u64,
+}
+
+impl TaskSummary {
+    /// Adds `o`'s numbers into this row.
+    fn add(&mut self, o: &TaskSummary) {
+        self.pid = self.pid.min(o.pid);
+        self.count += o.count;
+        self.run_ns += o.run_ns;
+        self.user_ns += o.user_ns;
+        self.sys_ns += o.sys_ns;
+        self.wait_ns += o.wait_ns;
+        self.sleep_ns += o.sleep_ns;
+        self.switches += o.switches;
+        self.involuntary += o.involuntary;
+        self.migrations += o.migrations;
+    }
 }
 
 /// What one run produced.
@@ -306,6 +327,11 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// Every task the workload made (the rows' `count`s).
+    pub fn task_count(&self) -> u64 {
+        self.tasks.iter().map(|t| t.count).sum()
+    }
+
     pub fn elapsed_ns(&self) -> u64 {
         self.window_ns.1 - self.window_ns.0
     }
@@ -374,6 +400,15 @@ pub struct Engine {
     events: u64,
     /// Workload tasks not yet exited (background threads are not counted).
     alive: usize,
+    /// Slots of reaped processes, for the next forks (last freed first).
+    free_slots: Vec<TaskId>,
+    /// Channels of closed pipes, for the next pipes (last closed first).
+    free_pipes: Vec<crate::program::ChanId>,
+    /// Tasks made so far: the next task's serial number (its pid and its
+    /// random stream follow it, not its slot).
+    tasks_made: u64,
+    /// The reaped processes whose slots were taken again, one row per comm.
+    reaped: BTreeMap<String, TaskSummary>,
     /// The background threads' task ids.
     background: Vec<TaskId>,
     /// When the workload's last task exited, if background threads were still
@@ -485,6 +520,10 @@ impl Engine {
             violations: Vec::new(),
             events: 0,
             alive: 0,
+            free_slots: Vec::new(),
+            free_pipes: Vec::new(),
+            tasks_made: 0,
+            reaped: BTreeMap::new(),
             background: Vec::new(),
             workload_end: None,
             wake_buf: Vec::new(),
@@ -677,14 +716,15 @@ impl Engine {
         program: Box<dyn Program>,
         cpu: usize,
     ) -> TaskId {
-        let id = self.sys.tasks.len();
-        let pid = FIRST_PID + id as u32;
+        let serial = self.tasks_made;
+        self.tasks_made += 1;
+        let pid = FIRST_PID + serial as u32;
         let (tgid, nice) = match parent {
             Some(pp) if is_thread => (self.sys.tasks[pp].tgid, self.sys.tasks[pp].nice),
             Some(pp) => (pid, self.sys.tasks[pp].nice),
             None => (pid, 0),
         };
-        self.sys.tasks.push(Task {
+        let task = Task {
             pid,
             tgid,
             comm,
@@ -707,11 +747,11 @@ impl Engine {
             switches: 0,
             involuntary: 0,
             migrations: 0,
-        });
+        };
         let working_set_bytes = program.working_set_bytes();
-        self.exec.push(TaskExec {
+        let exec = TaskExec {
             program: Some(program),
-            rng: SimRng::derive(self.cfg.seed, Stream::Workload, id as u64),
+            rng: SimRng::derive(self.cfg.seed, Stream::Workload, serial),
             op: None,
             op_progress: 0,
             first_attempt: true,
@@ -731,9 +771,45 @@ impl Engine {
             joiners: Vec::new(),
             in_wait: false,
             background: false,
-        });
+        };
         self.alive += 1;
+        let Some(id) = self.free_slots.pop() else {
+            self.sys.tasks.push(task);
+            self.exec.push(exec);
+            return self.sys.tasks.len() - 1;
+        };
+        // The slot of a reaped process: its numbers join its comm's row. Its
+        // timer generation goes on, so that a timer of the old occupant still
+        // queued cannot fire for the new one.
+        let old = self.summary(id);
+        match self.reaped.get_mut(&old.comm) {
+            Some(row) => row.add(&old),
+            None => {
+                self.reaped.insert(old.comm.clone(), old);
+            }
+        }
+        let timer_gen = self.exec[id].timer_gen.wrapping_add(1);
+        self.sys.tasks[id] = task;
+        self.exec[id] = TaskExec { timer_gen, ..exec };
         id
+    }
+
+    /// Task `p`'s numbers as the result reports them.
+    fn summary(&self, p: TaskId) -> TaskSummary {
+        let t = &self.sys.tasks[p];
+        TaskSummary {
+            pid: t.pid,
+            comm: t.comm.clone(),
+            count: 1,
+            run_ns: t.run_ns,
+            user_ns: t.run_ns - t.kernel_ns,
+            sys_ns: t.kernel_ns + t.sched_ns,
+            wait_ns: t.wait_ns,
+            sleep_ns: t.sleep_ns,
+            switches: t.switches,
+            involuntary: t.involuntary,
+            migrations: t.migrations,
+        }
     }
 
     /// `wake_up_new_task()`: place and enqueue a new task, from `parent_cpu`.
@@ -1815,8 +1891,33 @@ impl Engine {
                 pipe.stamps_times = crate::ipc::stamps_pipe_times(release);
                 pipe.packet = matches!(op, Op::PipePacket);
                 pipe.tmp_page_slots = crate::ipc::tmp_page_slots(release);
-                self.chans.push(Channel::Pipe(pipe));
-                result = OpResult::Chan(self.chans.len() - 1);
+                let id = match self.free_pipes.pop() {
+                    Some(id) => {
+                        self.chans[id] = Channel::Pipe(pipe);
+                        id
+                    }
+                    None => {
+                        self.chans.push(Channel::Pipe(pipe));
+                        self.chans.len() - 1
+                    }
+                };
+                result = OpResult::Chan(id);
+                Outcome::Continue
+            }
+            Op::Close { chan } => {
+                match self.chans.get(chan) {
+                    Some(Channel::Pipe(pipe)) if !self.free_pipes.contains(&chan) => {
+                        if !(pipe.rd_wait.is_empty() && pipe.wr_wait.is_empty()) {
+                            self.violation(format!("task {p} closed pipe {chan} with tasks waiting on it"));
+                        }
+                        // Unread pages leave the machine's queued footprint with it.
+                        let before = Self::queued_footprint(&self.chans[chan]);
+                        self.chans[chan] = Channel::Pipe(Pipe::default());
+                        self.account_footprint(chan, Some(before));
+                        self.free_pipes.push(chan);
+                    }
+                    _ => self.violation(format!("task {p} closed channel {chan}, which is not an open pipe")),
+                }
                 Outcome::Continue
             }
             Op::SocketPair => {
@@ -1933,6 +2034,9 @@ impl Engine {
                     self.exec[p].in_wait = false;
                     self.exec[p].unreaped_children -= 1;
                     self.sys.tasks[z].state = TaskState::Dead;
+                    // Reaped: nothing refers to the process any more (it is off
+                    // every CPU and queue, and only threads are joined).
+                    self.free_slots.push(z);
                     result = OpResult::Task(z);
                     Outcome::Continue
                 } else if self.exec[p].unreaped_children == 0 {
@@ -2210,25 +2314,9 @@ impl Engine {
                 self.violation(format!("wasted core-time {wasted_ns} ns exceeds the idle time {idle} ns of the measured window"));
             }
         }
-        let tasks = self
-            .sys
-            .tasks
-            .iter()
-            .zip(&self.exec)
-            .filter(|(_, e)| !e.background)
-            .map(|(t, _)| TaskSummary {
-                pid: t.pid,
-                comm: t.comm.clone(),
-                run_ns: t.run_ns,
-                user_ns: t.run_ns - t.kernel_ns,
-                sys_ns: t.kernel_ns + t.sched_ns,
-                wait_ns: t.wait_ns,
-                sleep_ns: t.sleep_ns,
-                switches: t.switches,
-                involuntary: t.involuntary,
-                migrations: t.migrations,
-            })
-            .collect();
+        let mut tasks: Vec<TaskSummary> =
+            (0..self.sys.tasks.len()).filter(|&p| !self.exec[p].background).map(|p| self.summary(p)).collect();
+        tasks.extend(std::mem::take(&mut self.reaped).into_values());
         self.digest.add(end);
         self.digest.add(self.events);
         RunResult {

@@ -45,6 +45,10 @@ pub enum Op {
     /// pipe2(O_DIRECT): a pipe in packet mode (each write its own slot, each read
     /// one packet). Result `Chan(id)`.
     PipePacket,
+    /// close() of a pipe's last descriptor (`chan` from `Pipe` or `PipePacket`):
+    /// the pipe is freed, and a later pipe() may get its id. Nobody may be
+    /// waiting on it, or use it again.
+    Close { chan: ChanId },
     /// socketpair(AF_UNIX, SOCK_STREAM): result `Chan(id)`; `id` carries end 0 → end 1
     /// and `id + 1` carries end 1 → end 0.
     SocketPair,

@@ -111,7 +111,7 @@ pub fn text(spec: &RunSpec, r: &RunResult, wall: Duration) -> String {
     }
     let _ = writeln!(out);
     out.push_str(&irq_off_text(&r.irq_off));
-    let tasks = r.tasks.len();
+    let tasks = r.task_count();
     let sum = |f: fn(&schedlab_core::engine::TaskSummary) -> u64| r.tasks.iter().map(f).sum::<u64>();
     let _ = writeln!(
         out,
@@ -244,7 +244,7 @@ pub fn json(spec: &RunSpec, r: &RunResult) -> String {
             "p99": h.value_at_percentile(99.0), "p999": h.value_at_percentile(99.9), "max": h.max(),
         },
         "tasks": r.tasks.iter().map(|t| json!({
-            "pid": t.pid, "comm": t.comm, "run_ns": t.run_ns, "user_ns": t.user_ns, "sys_ns": t.sys_ns,
+            "pid": t.pid, "comm": t.comm, "count": t.count, "run_ns": t.run_ns, "user_ns": t.user_ns, "sys_ns": t.sys_ns,
             "wait_ns": t.wait_ns, "sleep_ns": t.sleep_ns,
             "switches": t.switches, "involuntary": t.involuntary, "migrations": t.migrations,
         })).collect::<Vec<_>>(),

@@ -212,10 +212,10 @@ impl Make {
         let secs = |ns: u64| ns as f64 / 1e9;
         let user_ns: u64 = res.tasks.iter().map(|t| t.user_ns).sum();
         let sys_ns: u64 = res.tasks.iter().map(|t| t.sys_ns).sum();
-        let count = |comm: &str| res.tasks.iter().filter(|t| t.comm == comm).count();
+        let count = |comm: &str| res.tasks.iter().filter(|t| t.comm == comm).map(|t| t.count).sum::<u64>();
         let (compiles, links) = (count(CC_COMM), count(LD_COMM));
         // Every task but make itself was forked.
-        let forked = res.tasks.len().saturating_sub(1);
+        let forked = res.task_count().saturating_sub(1);
         format!(
             "{:10.2} real {:10.2} user {:10.2} sys\n{} jobs run ({compiles} compiles, {links} links), {forked} processes forked",
             secs(res.elapsed_ns()),

@@ -52,6 +52,10 @@
 //! file when the writer exits; here a reader stops once it has every byte (the
 //! model has no close), a difference of one wakeup per pipe.
 //!
+//! A pipe is freed when its pipeline has been reaped (the shell closed its own
+//! ends when it forked the last member; the members' close at exit); the model
+//! has the shell free it then, at no cost.
+//!
 //! Files (sort.src, the temporary files) are in the page cache; their reads and
 //! writes are part of the measured CPU time.
 //!
@@ -193,7 +197,7 @@ impl ShellScripts {
             res.elapsed_ns() as f64 / 1e9,
             self.copies,
             Self::lpm(res) / self.copies as f64,
-            res.tasks.len(),
+            res.task_count(),
             switches as f64 / loops.max(1) as f64
         )
     }
@@ -263,6 +267,8 @@ enum Step {
     Kernel(u64),
     Compute(u64),
     Pipe,
+    /// The pipe's last close (its readers and writers have exited).
+    Close(usize),
     /// Fork a child (its `comm`) running the steps, with this process's pipes.
     Fork(&'static str, Vec<Step>),
     Wait,
@@ -332,6 +338,7 @@ impl Program for Script {
                 program: Box::new(Script::with_pipes(steps, self.pipes.clone())),
             },
             Step::Wait => Op::WaitChild,
+            Step::Close(pipe) => Op::Close { chan: self.pipes[pipe] },
             Step::Write { pipe, bytes } => Op::Write { chan: self.pipes[pipe], bytes },
             Step::ReadAll { pipe, bytes } => {
                 let chan = self.pipes[pipe];
@@ -425,6 +432,7 @@ fn tst_sh() -> Vec<Step> {
         Step::Fork(SORT_N.comm, sort_n),
         Step::Wait,
         Step::Wait,
+        Step::Close(0),
         Step::Pipe,
         Step::Pipe,
         less_fork(p[3]),
@@ -436,6 +444,8 @@ fn tst_sh() -> Vec<Step> {
         Step::Wait,
         Step::Wait,
         Step::Wait,
+        Step::Close(1),
+        Step::Close(2),
         less_fork(p[6]),
         Step::Fork(RM.comm, rm),
         Step::Wait,

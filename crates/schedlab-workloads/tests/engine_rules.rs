@@ -681,3 +681,81 @@ fn a_task_woken_on_a_halted_cpu_pays_the_idle_exit_after_its_enqueue() {
         assert_eq!(halted_sleep(policy, Some(1500)), halted_sleep(policy, None), "{policy}");
     }
 }
+
+/// A process reaped during the run gives its slot to the next fork: a main task
+/// that forks and reaps 500 children one after another keeps two slots, and the
+/// result adds the children up in one row (their count, their summed times, the
+/// first one's pid); every task still gets its own pid.
+#[test]
+fn reaped_processes_give_their_slots_to_later_forks() {
+    let child = || Box::new(Script::new(vec![Op::Compute { ns: 10_000 }])) as Box<dyn schedlab_core::program::Program>;
+    let mut ops = Vec::new();
+    for _ in 0..500 {
+        ops.push(Op::Fork { kind: ForkKind::Process, comm: Some("child".into()), program: child() });
+        ops.push(Op::WaitChild);
+    }
+    ops.push(Op::Fork { kind: ForkKind::Thread, comm: Some("thread".into()), program: child() });
+    let r = run_script("1x1x2x1", ops);
+    assert_eq!(r.task_count(), 502);
+    let comms: Vec<(&str, u32, u64)> = r.tasks.iter().map(|t| (t.comm.as_str(), t.pid, t.count)).collect();
+    // Slots: main, and the children's one, last taken by the thread; then the
+    // row of the 500 children, with the first child's pid.
+    assert_eq!(comms, vec![("main", 1000, 1), ("thread", 1501, 1), ("child", 1001, 500)]);
+    // The unit profile charges each child 10 µs of work and its exit (syscall 100 + 10 µs).
+    assert_eq!(r.tasks[2].run_ns, 500 * (10_000 + 100 + 10_000));
+}
+
+/// A closed pipe's id goes to the next pipe(); closing one with a waiter, or a
+/// channel that is not an open pipe, is a workload error.
+#[test]
+fn a_closed_pipe_is_freed_for_the_next_one() {
+    use schedlab_core::program::{FnProgram, OpResult};
+    let ids = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = ids.clone();
+    let main = FnProgram::new(move |step, last, _rng: &mut _| {
+        if let OpResult::Chan(c) = last {
+            seen.borrow_mut().push(c);
+        }
+        let last_pipe = seen.borrow().last().copied().unwrap_or(0);
+        match step {
+            0 | 2 | 4 => Op::Pipe,
+            1 | 3 => Op::Close { chan: last_pipe },
+            _ => Op::Exit,
+        }
+    });
+    let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, ..RunConfig::default() };
+    let r = Engine::new(Topology::parse("1x1x1x1").unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(main)).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!(*ids.borrow(), vec![0, 0, 0]);
+
+    let bad = |ops: Vec<Op>| {
+        let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
+        let cfg = RunConfig { seed: 7, check: true, ..RunConfig::default() };
+        Engine::new(Topology::parse("1x1x2x1").unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)))
+            .run()
+            .violations
+    };
+    let v = bad(vec![Op::SocketPair, Op::Close { chan: 0 }]);
+    assert!(v.iter().any(|m| m.contains("not an open pipe")), "{v:?}");
+    let v = bad(vec![Op::Pipe, Op::Close { chan: 0 }, Op::Close { chan: 0 }]);
+    assert!(v.iter().any(|m| m.contains("not an open pipe")), "{v:?}");
+    struct Reader;
+    impl schedlab_core::program::Program for Reader {
+        fn next(&mut self, last: OpResult, _rng: &mut schedlab_core::rng::SimRng) -> Op {
+            match last {
+                OpResult::None => Op::Read { chan: 0, bytes: 1 },
+                _ => Op::Exit,
+            }
+        }
+    }
+    let v = bad(vec![
+        Op::Pipe,
+        Op::Fork { kind: ForkKind::Process, comm: None, program: Box::new(Reader) },
+        Op::Sleep { ns: 1_000_000 },
+        Op::Close { chan: 0 },
+        Op::Write { chan: 0, bytes: 1 },
+        Op::WaitChild,
+    ]);
+    assert!(v.iter().any(|m| m.contains("with tasks waiting on it")), "{v:?}");
+}

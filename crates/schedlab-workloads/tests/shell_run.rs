@@ -19,7 +19,7 @@ fn each_loop_makes_its_processes_and_only_finished_loops_count() {
             assert!(loops > 0, "{spec} {policy}: no loop finished");
             // Run, the loopers, then 1 + 8 N processes per loop started.
             let per_loop = 1 + 8 * concurrent;
-            let forked = r.tasks.len() as u64 - 1 - copies;
+            let forked = r.task_count() - 1 - copies;
             assert_eq!(forked % per_loop, 0, "{spec} {policy}: {forked} processes");
             let started = forked / per_loop;
             assert!(started >= loops && started <= loops + copies, "{spec} {policy}: {started} started, {loops} counted");
