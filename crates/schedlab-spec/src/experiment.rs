@@ -20,6 +20,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("steal-tbench", include_str!("../../../experiments/steal-tbench.toml")),
     ("eevdf-pipe", include_str!("../../../experiments/eevdf-pipe.toml")),
     ("steal-unixbench", include_str!("../../../experiments/steal-unixbench.toml")),
+    ("steal-unixbench-shell", include_str!("../../../experiments/steal-unixbench-shell.toml")),
 ];
 
 /// One experiment file.

@@ -3,6 +3,7 @@
 
 mod common;
 
+use schedlab_core::{Engine, MachineProfile, RunConfig, Topology};
 use schedlab_workloads::{ShellScripts, Workload};
 
 /// Every loop forks `multi.sh` and, per concurrent `tst.sh`, the script and its
@@ -49,4 +50,25 @@ fn a_loop_takes_its_processes_time() {
     assert!((7_000_000..9_000_000).contains(&cpu_per_loop_ns), "{cpu_per_loop_ns} ns a loop");
     let r8 = common::run("1x1x1x1", "cfs@5.15", "shell copies=1 concurrent=8 duration_ms=500", 1);
     assert!(ShellScripts::loops(&r8) * 6 < loops, "8 scripts a loop: {} loops, 1: {loops}", ShellScripts::loops(&r8));
+}
+
+/// Regression: a task pushed away by `sched_exec()`'s stopper stayed the CPU's
+/// current task through the pick that followed, so a task the newly idle
+/// balancer pulled there "preempted" it and made it the queue's last buddy: the
+/// exited task was later picked from that stale buddy ("live task has a
+/// program"). The stopper, not a fair task, is what such a pick preempts.
+#[test]
+fn a_task_pushed_at_exec_is_not_a_buddy_where_it_left() {
+    for policy in ["cfs@3.0", "cfs@4.19", "cfs@4.19+STEAL", "cfs@5.15", "eevdf@6.18"] {
+        for seed in 1..=3 {
+            let topo = Topology::parse("1x1x4x1").unwrap();
+            let w = Workload::parse("shell copies=8 concurrent=8 duration_ms=500").unwrap();
+            let p = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+            let profile = MachineProfile::from_toml(include_str!("../../../machines/broadwell-ep.toml"), "broadwell-ep").unwrap();
+            let cfg = RunConfig { seed, check: true, ..RunConfig::default() };
+            let r = Engine::new(topo, profile, p, cfg, w.main_comm(), w.main_program()).run();
+            assert!(r.violations.is_empty(), "{policy} seed {seed}: {:#?}", r.violations);
+            assert!(r.total().exec_pushes > 0, "{policy} seed {seed}: no exec was pushed");
+        }
+    }
 }

@@ -1127,7 +1127,10 @@ impl Cfs {
     /// wakee at the first level where their chains share a cfs_rq
     /// (`find_matching_se()`).
     pub fn check_preempt_wakeup(&mut self, sys: &mut System, cpu: usize, curr: TaskId, p: TaskId, fork: bool) -> bool {
-        if curr == p {
+        // A stopper that moved the task it preempted (active balance,
+        // sched_exec()) is what runs here until the pick: it is not a fair task,
+        // so check_preempt_curr() does nothing (v4.19 L1140, a class above).
+        if curr == p || sys.tasks[curr].cpu != cpu {
             return false;
         }
         let (mut se, mut pse) = (Ent::Task(curr), Ent::Task(p));
