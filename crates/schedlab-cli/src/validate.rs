@@ -240,7 +240,11 @@ impl Metric {
         let q = |metric: u32, q: f64| r.metrics.get(&metric).map(|h| h.value_at_quantile(q) as f64 / 1000.0);
         match self {
             Metric::ElapsedS => Some(r.elapsed_ns() as f64 / 1e9),
-            Metric::Switches => Some(r.tasks.iter().map(|t| t.switches).sum::<u64>() as f64),
+            // perf's context-switches counts switches out while a task's counters
+            // are attached, so not the last one at exit (perf_event_exit_task()
+            // comes first in do_exit()): switches in, less one per task (every
+            // task of a validated workload has exited by the end).
+            Metric::Switches => Some(r.tasks.iter().map(|t| t.switches).sum::<u64>().saturating_sub(r.task_count()) as f64),
             Metric::Involuntary => Some(r.tasks.iter().map(|t| t.involuntary).sum::<u64>() as f64),
             Metric::Migrations => Some(r.tasks.iter().map(|t| t.migrations).sum::<u64>() as f64),
             Metric::WakeupP50Us => q(WAKEUP_LATENCY, 0.5),
