@@ -1945,7 +1945,7 @@ impl Engine {
                     }
                 };
                 self.account_footprint(chan, before);
-                self.wake_all(&mut wake, cpu);
+                self.wake_all(&mut wake, cpu, true);
                 self.wake_buf = wake;
                 match io {
                     IoOutcome::Done(_) => {
@@ -1975,7 +1975,7 @@ impl Engine {
                     }
                 };
                 self.account_footprint(chan, before);
-                self.wake_all(&mut wake, cpu);
+                self.wake_all(&mut wake, cpu, true);
                 self.wake_buf = wake;
                 match io {
                     IoOutcome::Done(n) | IoOutcome::Partial(n) => {
@@ -2085,7 +2085,7 @@ impl Engine {
                 for &t in &wake {
                     self.exec[t].futex_woken = true;
                 }
-                self.wake_all(&mut wake, cpu);
+                self.wake_all(&mut wake, cpu, false);
                 self.wake_buf = wake;
                 Outcome::Continue
             }
@@ -2134,7 +2134,6 @@ impl Engine {
         outcome
     }
 
-    /// Wakes `tasks` from `cpu` with sync wakeups (pipes, sockets, futexes).
     /// The group at `path`, created with its missing parents (default shares) like
     /// `mkdir -p`; its `cpu.shares` set to `shares` (clamped to the kernel's
     /// MIN_SHARES..MAX_SHARES, 2..2^18). A malformed path or the root is a violation.
@@ -2165,9 +2164,13 @@ impl Engine {
         g
     }
 
-    fn wake_all(&mut self, tasks: &mut Vec<TaskId>, cpu: usize) {
+    /// Wakes `tasks` from `cpu`; `sync` for the wakeups that pass `WF_SYNC`
+    /// (a pipe's or an AF_UNIX socket's `wake_up_interruptible_sync_poll()`),
+    /// not for a futex's (`futex_wake()` → `wake_up_q()` → `wake_up_process()`,
+    /// no flags, in every modelled version).
+    fn wake_all(&mut self, tasks: &mut Vec<TaskId>, cpu: usize, sync: bool) {
         for t in tasks.drain(..) {
-            self.try_to_wake_up(t, Some(cpu), true);
+            self.try_to_wake_up(t, Some(cpu), sync);
         }
     }
 

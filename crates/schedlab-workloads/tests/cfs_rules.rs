@@ -412,3 +412,45 @@ fn sched_exec_moves_only_what_the_balancer_would() {
         }
     }
 }
+
+/// A futex wakeup is not a sync wakeup (`futex_wake()` wakes through
+/// `wake_up_process()`, no `WF_SYNC`): a waker alone on its CPU does not pull the
+/// wakee off its busy previous CPU, as v4.19's `wake_affine_idle()` would for a
+/// pipe's sync wakeup. Main forks the sleeper (placed on the idle CPU 1, where it
+/// blocks on a futex) and a spinner (CPU 1 again, idle once the sleeper slept),
+/// computes alone on CPU 0, then wakes the sleeper.
+#[test]
+fn a_futex_wakeup_is_not_sync() {
+    const KEY: u64 = 7;
+    let mut forked = 0;
+    let main = FnProgram::new(move |step, _last: OpResult, _rng: &mut _| {
+        if forked < 2 {
+            forked += 1;
+            let child: Box<dyn schedlab_core::program::Program> = if forked == 1 {
+                Box::new(FnProgram::new(|step, _last: OpResult, _rng: &mut _| match step {
+                    0 => Op::FutexWait { key: KEY, expected: 0 },
+                    1 => Op::Compute { ns: 100_000 },
+                    _ => Op::Exit,
+                }))
+            } else {
+                Box::new(FnProgram::new(|step, _last: OpResult, _rng: &mut _| match step {
+                    0 => Op::Compute { ns: 20_000_000 },
+                    _ => Op::Exit,
+                }))
+            };
+            return Op::Fork { kind: ForkKind::Process, comm: Some(["sleeper", "spinner"][forked - 1].into()), program: child };
+        }
+        match step {
+            2 => Op::Compute { ns: 2_000_000 },
+            3 => Op::FutexWake { key: KEY, nr: 1 },
+            4 | 5 => Op::WaitChild,
+            _ => Op::Exit,
+        }
+    });
+    let policy = schedlab_policies::policy_by_name("cfs@4.19", &[]).unwrap();
+    let cfg = RunConfig { seed: 1, check: true, ..RunConfig::default() };
+    let r = Engine::new(Topology::parse("1x1x2x1").unwrap(), broadwell(), policy, cfg, "main", Box::new(main)).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let sleeper = r.tasks.iter().find(|t| t.comm == "sleeper").unwrap();
+    assert_eq!(sleeper.migrations, 0, "the wakee stays on its previous CPU: {:?}", r.tasks);
+}
