@@ -10,6 +10,7 @@ pub mod pft;
 pub mod pipe;
 pub mod schbench;
 pub mod shell;
+pub mod sysbench;
 pub mod stressng;
 pub mod tbench;
 mod timed;
@@ -26,6 +27,7 @@ pub use pft::Pft;
 pub use pipe::PipeBench;
 pub use schbench::Schbench;
 pub use shell::ShellScripts;
+pub use sysbench::Sysbench;
 pub use stressng::StressNgPipe;
 pub use tbench::Tbench;
 
@@ -38,6 +40,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("tbench", "tbench clients=N [runtime_ms=10000] [warmup_ms=2000] (dbench's network mode over loopback TCP)"),
     ("context1", "context1 copies=N [duration_ms=10000] (UnixBench's pipe-based context switching: lps)"),
     ("shell", "shell copies=N [concurrent=1] [duration_ms=60000] (UnixBench's shell scripts, looper multi.sh N: lpm)"),
+    (
+        "sysbench",
+        "sysbench test=mutex|threads threads=N [time_ms=10000] [mutex_num=4096] [mutex_locks=50000] [mutex_loops=10000] [thread_yields=1000] [thread_locks=8] (sysbench 1.0.14: total time, events/s)",
+    ),
     ("stress-ng", "stress-ng pipe=N [timeout_ms=20000] [pipe_data_size=512] [fill_ns=0] (the pipe stressor: bogo ops/s)"),
     (
         "make",
@@ -62,6 +68,7 @@ pub enum Workload {
     StressNgPipe(StressNgPipe),
     Context1(Context1),
     Shell(ShellScripts),
+    Sysbench(Sysbench),
 }
 
 impl Workload {
@@ -114,6 +121,11 @@ impl Workload {
                 p.finish("copies, concurrent, duration_ms")?;
                 Ok(Workload::Shell(b))
             }
+            "sysbench" => {
+                let b = Sysbench::from_params(&mut p)?;
+                p.finish("test, threads, time_ms, mutex_num, mutex_locks, mutex_loops, thread_yields, thread_locks")?;
+                Ok(Workload::Sysbench(b))
+            }
             // `scale` is a decimal fraction, which Params does not read: Make parses
             // its whole spec itself (the other keys through Params, then finish()).
             "make" => Ok(Workload::Make(Make::from_spec(spec)?)),
@@ -137,6 +149,7 @@ impl Workload {
             Workload::StressNgPipe(_) => "stress-ng",
             Workload::Context1(_) => "context1",
             Workload::Shell(_) => "shell",
+            Workload::Sysbench(_) => "sysbench",
         }
     }
 
@@ -210,6 +223,16 @@ impl Workload {
             Workload::Shell(b) => {
                 vec![("copies", n(b.copies)), ("concurrent", n(b.concurrent)), ("duration_ms", n(b.duration_ms))]
             }
+            Workload::Sysbench(b) => vec![
+                ("test", b.test_name().to_string()),
+                ("threads", n(b.threads)),
+                ("time_ms", n(b.time_ms)),
+                ("mutex_num", n(b.mutex_num)),
+                ("mutex_locks", n(b.mutex_locks)),
+                ("mutex_loops", n(b.mutex_loops)),
+                ("thread_yields", n(b.thread_yields)),
+                ("thread_locks", n(b.thread_locks)),
+            ],
         }
     }
 
@@ -232,6 +255,7 @@ impl Workload {
             Workload::StressNgPipe(_) => "stress-ng",
             Workload::Context1(_) => "Run",
             Workload::Shell(_) => "Run",
+            Workload::Sysbench(_) => "sysbench",
         }
     }
 
@@ -247,6 +271,7 @@ impl Workload {
             Workload::StressNgPipe(b) => b.main_program(),
             Workload::Context1(b) => b.main_program(),
             Workload::Shell(b) => b.main_program(),
+            Workload::Sysbench(b) => b.main_program(),
         }
     }
 
@@ -284,6 +309,7 @@ impl Workload {
             Workload::StressNgPipe(b) => b.banner(),
             Workload::Context1(b) => b.banner(),
             Workload::Shell(b) => b.banner(),
+            Workload::Sysbench(b) => b.banner(),
         }
     }
 
@@ -297,6 +323,7 @@ impl Workload {
             Workload::StressNgPipe(_) => Some((StressNgPipe::bogo_ops_per_s(res), unit)),
             Workload::Context1(_) => Some((Context1::lps(res), unit)),
             Workload::Shell(_) => Some((ShellScripts::lpm(res), unit)),
+            Workload::Sysbench(_) => Some((Sysbench::events_per_s(res), unit)),
             _ => None,
         }
     }
@@ -312,6 +339,7 @@ impl Workload {
             Workload::StressNgPipe(b) => b.timeout_ms,
             Workload::Context1(b) => b.duration_ms,
             Workload::Shell(b) => b.duration_ms,
+            Workload::Sysbench(b) if b.test == sysbench::Test::Threads => b.time_ms,
             _ => return None,
         };
         Some(ms * 1_000_000)
@@ -325,6 +353,7 @@ impl Workload {
             Workload::StressNgPipe(_) => Some("bogo ops/s"),
             Workload::Context1(_) => Some("lps"),
             Workload::Shell(_) => Some("lpm"),
+            Workload::Sysbench(b) if b.test == sysbench::Test::Threads => Some("events/s"),
             _ => None,
         }
     }
@@ -384,6 +413,11 @@ impl Workload {
             ],
             Workload::Context1(_) => vec![("iterations", Context1::iterations(res) as f64), ("lps", Context1::lps(res))],
             Workload::Shell(_) => vec![("loops", ShellScripts::loops(res) as f64), ("lpm", ShellScripts::lpm(res))],
+            Workload::Sysbench(_) => vec![
+                ("total_time_s", wall_s),
+                ("events", Sysbench::events(res) as f64),
+                ("events_per_s", Sysbench::events_per_s(res)),
+            ],
         }
     }
 
@@ -400,6 +434,7 @@ impl Workload {
             Workload::StressNgPipe(b) => b.result_lines(res),
             Workload::Context1(b) => b.result_lines(res),
             Workload::Shell(b) => b.result_lines(res),
+            Workload::Sysbench(b) => b.result_lines(res),
         }
     }
 }
@@ -436,6 +471,8 @@ mod spec_tests {
             "stress-ng pipe=2 timeout_ms=50 fill_cycles=10",
             "context1 copies=3 duration_ms=20",
             "shell copies=2 concurrent=8 duration_ms=30",
+            "sysbench test=threads threads=4 time_ms=20 thread_locks=2",
+            "sysbench threads=2 mutex_locks=100",
         ] {
             let w = Workload::parse(spec).unwrap();
             let again = Workload::parse(&w.spec()).unwrap_or_else(|e| panic!("{}: {e}", w.spec()));
