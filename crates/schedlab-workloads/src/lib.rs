@@ -10,8 +10,8 @@ pub mod pft;
 pub mod pipe;
 pub mod schbench;
 pub mod shell;
-pub mod sysbench;
 pub mod stressng;
+pub mod sysbench;
 pub mod tbench;
 mod timed;
 
@@ -27,8 +27,8 @@ pub use pft::Pft;
 pub use pipe::PipeBench;
 pub use schbench::Schbench;
 pub use shell::ShellScripts;
-pub use sysbench::Sysbench;
 pub use stressng::StressNgPipe;
+pub use sysbench::Sysbench;
 pub use tbench::Tbench;
 
 /// Workloads this build knows, for help and errors.

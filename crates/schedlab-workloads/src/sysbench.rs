@@ -153,12 +153,8 @@ impl Sysbench {
     }
 
     pub fn main_program(&self) -> Box<dyn Program> {
-        let shared = Rc::new(RefCell::new(Shared {
-            words: vec![0; self.lock_count() as usize],
-            arrived: 0,
-            start_ns: None,
-            events: 0,
-        }));
+        let shared =
+            Rc::new(RefCell::new(Shared { words: vec![0; self.lock_count() as usize], arrived: 0, start_ns: None, events: 0 }));
         Box::new(Main { spec: self.clone(), shared, workers: Vec::new(), step: MainStep::Init, barrier: Barrier::default() })
     }
 

@@ -20,6 +20,8 @@ const WORKLOADS: &[&str] = &[
     "stress-ng pipe=4 timeout_ms=20",
     "context1 copies=2 duration_ms=5",
     "shell copies=2 concurrent=2 duration_ms=20",
+    "sysbench test=mutex threads=3 mutex_locks=200",
+    "sysbench test=threads threads=3 time_ms=10 thread_locks=2",
 ];
 
 #[test]
