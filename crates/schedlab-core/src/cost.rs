@@ -129,8 +129,18 @@ pub struct MachineProfile {
     #[serde(default)]
     pub sources: Vec<String>,
     /// Direct cost of `__schedule()` switching between two tasks: the switch itself,
-    /// address-space change and the immediate cache/TLB effect.
+    /// address-space change and the immediate cache/TLB effect. (`schedlab
+    /// calibrate`: the whole switching `__schedule()`, a sched_yield() that
+    /// switches less the system call.)
     pub context_switch_ns: u64,
+    /// A `__schedule()` that picks the task it had and does not switch (a
+    /// sched_yield() with nothing else to run, a reschedule that finds the
+    /// current task still first): the runqueue lock, the clock update, the
+    /// class's put_prev and pick. `schedlab calibrate`: a lone sched_yield() less
+    /// the system call. Absent, 0: profiles whose `context_switch_ns` comes from
+    /// a published whole-switch figure charge nothing apart for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_ns: Option<u64>,
     /// Kernel entry and exit of one system call with a trivial body.
     pub syscall_ns: u64,
     /// Copying one byte between user and kernel, in picoseconds.
@@ -373,6 +383,7 @@ impl MachineProfile {
             ipi_send_ns: 100,
             ipi_send_idle_ns: None,
             idle_exit_charged_ns: None,
+            schedule_ns: None,
             ipi_latency_ns: 1000,
             ipi_receive_ns: 0,
             idle_exit_ns: 2000,
@@ -482,6 +493,7 @@ impl MachineProfile {
             ("cpu_mhz", self.cpu_mhz, 100, 10_000, "MHz (leave it out for 3000)"),
             ("wakeup_waker_ns", self.wakeup_waker_ns, 0, self.wakeup_ns, "ns, at most wakeup_ns"),
             ("idle_exit_charged_ns", self.idle_exit_charged_ns, 0, self.idle_exit_ns, "ns, at most idle_exit_ns"),
+            ("schedule_ns", self.schedule_ns, 0, OP_NS, "ns"),
             ("smt_throughput_pct", self.smt_throughput_pct, 50, 200, "per cent of one thread alone"),
             ("cache.l2_bytes", self.cache.as_ref().map(|c| c.l2_bytes), 1, 1 << 40, "bytes"),
             ("cache.llc_bytes", self.cache.as_ref().map(|c| c.llc_bytes), 1, 1 << 40, "bytes"),

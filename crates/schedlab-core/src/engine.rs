@@ -1266,7 +1266,11 @@ impl Engine {
                 self.sys.idle_from(cpu, to);
                 self.smt_siblings_changed(cpu);
             }
-            Some(n) if Some(n) == prev => self.run_next(cpu),
+            Some(n) if Some(n) == prev => {
+                // No switch: __schedule() still took the lock and picked.
+                self.sys.charge(cpu, Charge::Sched, self.sys.cost.schedule_ns.unwrap_or(0));
+                self.run_next(cpu)
+            }
             Some(n) => {
                 if let Some(p) = prev_runnable {
                     let t = &mut self.sys.tasks[p];

@@ -333,15 +333,20 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     ));
 
     // Two processes pinned to one CPU that both call sched_yield(): each yield
-    // switches to the other, so an iteration of one is 2 yields + 2 switches. A yield
-    // with nothing to switch to costs the same minus the switch.
+    // switches to the other, so an iteration of one is 2 yields, each a system
+    // call and a switching __schedule(). A yield with nothing to switch to is the
+    // system call and a __schedule() that picks the caller again.
     let (yield_alone, yield_pair, switches_per_yield) = yield_switch_ns(host.cpu_a, &plan)?;
+    let schedule_ns = floor(yield_alone - syscall, 1);
+    notes.measured(format!(
+        "schedule_ns = {schedule_ns}: a lone sched_yield() on one CPU {yield_alone:.0} ns - syscall {syscall:.0} ns"
+    ));
     let context_switch_ns = if switches_per_yield > 0.9 {
-        let v = floor(yield_pair / 2.0 - yield_alone, 50);
+        let v = floor(yield_pair / 2.0 - syscall, 50);
         notes.measured(format!(
             "context_switch_ns = {v}: sched_yield ping-pong of 2 processes on one CPU \
-             {yield_pair:.0} ns per iteration (2 yields + 2 switches) / 2 - a lone yield \
-             {yield_alone:.0} ns"
+             {yield_pair:.0} ns per iteration (2 yields, each a system call and a switch) / 2 - syscall \
+             {syscall:.0} ns"
         ));
         v
     } else {
@@ -793,6 +798,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         description: host.profile_description(),
         sources: notes.into_sources(),
         context_switch_ns,
+        schedule_ns: Some(schedule_ns),
         syscall_ns,
         copy_ps_per_byte: copy_ps,
         pipe_op_ns,

@@ -38,9 +38,9 @@
 //! - after the exit tracepoint (`exit_us`: exit_mm() and the rest of do_exit(),
 //!   80-95 µs for these dynamically linked programs).
 //!
-//! The fork and exit inside those figures are this host's (`fork_ns` 48.5 us
-//! and `exit_ns` 30.4 us in machines/epyc-kvm.toml, measured by `schedlab
-//! calibrate`); the model takes them out and charges the simulated machine's
+//! The fork and exit inside those figures are this host's (`fork_ns` 54.6 µs
+//! and `exit_ns` 34.4 µs in machines/epyc-kvm.toml, measured by `schedlab
+//! calibrate` the same day); the model takes them out and charges the simulated machine's
 //! own `fork_ns` and `exit_ns` through `Op::Fork` and `Op::Exit`. The rest is
 //! taken as it ran here: there is no trace of the Broadwell machines that
 //! published the seed's figures, so the per-process times are this host's
@@ -86,8 +86,8 @@ const US: u64 = 1000;
 
 /// This host's fork() and exit(), inside the traced durations (epyc-kvm.toml,
 /// `schedlab calibrate`): taken out, the simulated machine's are charged.
-const TRACED_FORK_NS: u64 = 48_503;
-const TRACED_EXIT_NS: u64 = 30_405;
+const TRACED_FORK_NS: u64 = 54_571;
+const TRACED_EXIT_NS: u64 = 34_385;
 
 /// The looper's child, from its fork to the exec of `/bin/sh multi.sh`, µs.
 const MULTI_PRE_EXEC_US: u64 = 80;
