@@ -21,6 +21,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("eevdf-pipe", include_str!("../../../experiments/eevdf-pipe.toml")),
     ("steal-unixbench", include_str!("../../../experiments/steal-unixbench.toml")),
     ("steal-unixbench-shell", include_str!("../../../experiments/steal-unixbench-shell.toml")),
+    ("steal-sysbench-mutex", include_str!("../../../experiments/steal-sysbench-mutex.toml")),
 ];
 
 /// One experiment file.
@@ -549,10 +550,12 @@ impl Experiment {
 
     /// A rate benchmark's view: base and new rates (mean ± %stdev of the runs),
     /// the %speedup of rates published beside simulated, %busy and steals, then
-    /// the simulated tables in the steal seed's layout.
+    /// the simulated tables in the steal seed's layout. A benchmark that reports
+    /// a time shows its times instead (the %speedup is then base / new - 1).
     fn throughput_text(&self, c: &Comparison, rows: &[Row]) -> String {
         let mut out = self.header(c);
-        let unit = c.rate_unit().unwrap_or("rate");
+        let unit = c.rate_unit().unwrap_or("time s");
+        let value = |m: &compare::RunRow| m.throughput.unwrap_or(m.time_s);
         out.push_str(&format!(
             "\n{:>8} | {:>21} | {:>21} | {:>15} | {:>7} {:>7} | {:>9}\n",
             self.vary,
@@ -571,9 +574,9 @@ impl Experiment {
             out.push_str(&format!(
                 "{:>8} | {:>12.2} {:>8.2} | {:>12.2} {:>8.2} | {:>7.1} {:>7.1} | {:>7.2} {:>7.2} | {:>9.0}\n",
                 r.vary,
-                r.base.mean.throughput.unwrap_or(0.0),
+                value(&r.base.mean),
                 r.base.stddev_pct,
-                r.new.mean.throughput.unwrap_or(0.0),
+                value(&r.new.mean),
                 r.new.stddev_pct,
                 p.pct_speedup.unwrap_or(0.0),
                 r.pct_speedup(),
