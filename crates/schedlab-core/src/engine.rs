@@ -1454,17 +1454,20 @@ impl Engine {
                     self.start_stream(cpu, p, ns, StreamAsk { demand_bps, at });
                     return;
                 }
-                Op::Exec { ns } if self.sched_exec_moves(cpu, p) => {
-                    // The stopper preempted the task, which runs its exec on the
-                    // CPU it was pushed to (the retry path above, no second entry).
-                    let e = &mut self.exec[p];
-                    e.op = Some(Op::Exec { ns });
-                    e.first_attempt = false;
-                    e.op_progress = 0;
-                    self.schedule(cpu, Some(PrevState::Running));
-                    return;
-                }
                 op => {
+                    if let Op::Exec { ns } = op {
+                        if self.sched_exec_moves(cpu, p) {
+                            // The stopper preempted the task, which runs its exec on
+                            // the CPU it was pushed to (the retry path above, no
+                            // second entry).
+                            let e = &mut self.exec[p];
+                            e.op = Some(Op::Exec { ns });
+                            e.first_attempt = false;
+                            e.op_progress = 0;
+                            self.schedule(cpu, Some(PrevState::Running));
+                            return;
+                        }
+                    }
                     let cost = self.op_cost(&op, true) + self.pipe_page_ns(&op, p, false);
                     let entry = self.sys.cost.syscall_ns;
                     let access = Self::pipe_access(&op);
@@ -2039,8 +2042,11 @@ impl Engine {
                     self.exec[p].unreaped_children -= 1;
                     self.sys.tasks[z].state = TaskState::Dead;
                     // Reaped: nothing refers to the process any more (it is off
-                    // every CPU and queue, and only threads are joined).
-                    self.free_slots.push(z);
+                    // every CPU and queue, and only threads are joined), unless
+                    // children it left unreaped still name it as their parent.
+                    if self.exec[z].unreaped_children == 0 {
+                        self.free_slots.push(z);
+                    }
                     result = OpResult::Task(z);
                     Outcome::Continue
                 } else if self.exec[p].unreaped_children == 0 {

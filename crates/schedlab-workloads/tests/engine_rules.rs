@@ -759,3 +759,34 @@ fn a_closed_pipe_is_freed_for_the_next_one() {
     ]);
     assert!(v.iter().any(|m| m.contains("with tasks waiting on it")), "{v:?}");
 }
+
+/// A reaped process that left a child unreaped keeps its slot: the orphan still
+/// names it as its parent, and must not become the zombie of whatever took the
+/// slot next (here Q, whose wait() must find no child).
+#[test]
+fn a_parent_that_left_children_keeps_its_slot() {
+    use schedlab_core::program::{FnProgram, OpResult};
+    let orphaned = || Box::new(Script::new(vec![Op::Compute { ns: 5_000_000 }])) as Box<dyn schedlab_core::program::Program>;
+    let p = Box::new(Script::new(vec![Op::Fork { kind: ForkKind::Process, comm: Some("orphan".into()), program: orphaned() }]));
+    let q_result = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let seen = q_result.clone();
+    let q = FnProgram::new(move |step, last, _rng: &mut _| match step {
+        0 => Op::WaitChild,
+        _ => {
+            *seen.borrow_mut() = Some(matches!(last, OpResult::NoChild));
+            Op::Exit
+        }
+    });
+    let r = run_script(
+        "1x1x2x1",
+        vec![
+            Op::Fork { kind: ForkKind::Process, comm: Some("P".into()), program: p },
+            Op::WaitChild,
+            Op::Fork { kind: ForkKind::Process, comm: Some("Q".into()), program: Box::new(q) },
+            Op::WaitChild,
+        ],
+    );
+    assert_eq!(*q_result.borrow(), Some(true), "Q's wait() found a child that is not its own");
+    let comms: Vec<&str> = r.tasks.iter().map(|t| t.comm.as_str()).collect();
+    assert_eq!(comms, vec!["main", "P", "orphan", "Q"]);
+}
