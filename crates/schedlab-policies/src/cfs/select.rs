@@ -549,7 +549,8 @@ impl Cfs {
             let (mut avg_load, mut runnable_load, mut max_spare) = (0u64, 0u64, 0u64);
             for i in span.iter().filter(|&c| sys.tasks[p].can_run_on(c)) {
                 scanned += 1;
-                runnable_load += if local { self.target_load(i, load_idx) } else { self.source_load(i, load_idx) };
+                // Bias toward the local group: its CPUs at their low estimate.
+                runnable_load += if local { self.source_load(i, load_idx) } else { self.target_load(i, load_idx) };
                 avg_load += self.rq[i].cfs.avg.load_avg;
                 // capacity_spare_wake(): the CPU's spare capacity without p's own
                 // utilization where p is queued (an exec'ing task on its CPU;
