@@ -13,8 +13,8 @@
 //! rm sort.$$ grep.$$ od.$$ wc.$$
 //! ```
 //!
-//! so one loop is 2 + 8 N processes, each a fork, an exec and an exit, and two
-//! pipelines. UnixBench's `Run` starts `copies` loopers at once and reports the
+//! so one loop is 1 + 8 N processes (multi.sh, and per script the shell and its
+//! seven commands), each a fork, an exec and an exit, and 2 N pipelines. UnixBench's `Run` starts `copies` loopers at once and reports the
 //! copies' loops summed, per minute ("lpm").
 //!
 //! What each process does comes from a trace of the real thing on this project's
@@ -50,7 +50,7 @@
 //! 1/9 of its data work; `grep` writes its 924 bytes of matches once; `tee`
 //! and `wc` read until they have them all. The real readers then read end of
 //! file when the writer exits; here a reader stops once it has every byte (the
-//! model has no close), a difference of one wakeup per pipe.
+//! model's pipes have no end of file), a difference of one wakeup per pipe.
 //!
 //! A pipe is freed when its pipeline has been reaped (the shell closed its own
 //! ends when it forked the last member; the members' close at exit); the model
