@@ -298,7 +298,9 @@ enum LockStep {
     Publish,
     /// The word published as 2 for the futex: wait on it.
     Wait,
-    /// The unlock found waiters: publish 0, then wake one.
+    /// The unlock found waiters and published 0: pay the exchange.
+    Release,
+    /// Then wake one waiter.
     Wake,
 }
 
@@ -371,7 +373,7 @@ impl Worker {
                 self.lock = LockStep::Exchange;
                 Op::FutexWait { key, expected: 2 }
             }
-            LockStep::Wake => unreachable!("a lock is not an unlock"),
+            LockStep::Release | LockStep::Wake => unreachable!("a lock is not an unlock"),
         }
     }
 }
@@ -444,16 +446,23 @@ impl Program for Worker {
                     };
                 }
                 WorkerStep::Unlock => {
-                    if self.lock == LockStep::Wake {
-                        self.lock = LockStep::Try;
-                        self.step = WorkerStep::Iteration;
-                        return Op::FutexWake { key: self.key(), nr: 1 };
+                    match self.lock {
+                        LockStep::Release => {
+                            self.lock = LockStep::Wake;
+                            return Op::Cycles { n: ATOMIC_CYCLES };
+                        }
+                        LockStep::Wake => {
+                            self.lock = LockStep::Try;
+                            self.step = WorkerStep::Iteration;
+                            return Op::FutexWake { key: self.key(), nr: 1 };
+                        }
+                        _ => {}
                     }
                     let old = std::mem::replace(&mut self.shared.borrow_mut().words[self.mutex], 0);
                     if old == 2 {
-                        // Waiters: the word goes back to 0 for the futex too, then
-                        // one is woken (after the exchange's own cost).
-                        self.lock = LockStep::Wake;
+                        // Waiters: the word goes back to 0 for the futex too, the
+                        // exchange is paid, then one waiter is woken.
+                        self.lock = LockStep::Release;
                         return Op::Store { key: self.key(), value: 0 };
                     }
                     self.step = WorkerStep::Iteration;
