@@ -208,9 +208,11 @@ pub struct RunArgs {
     /// zen1, kvm-4 and kvm-2: kvm-haswell, rpi5: rpi5), else broadwell-ep.
     #[arg(long)]
     pub machine: Option<String>,
-    /// Scheduling policy, e.g. fifo.
-    #[arg(long, default_value = DEFAULT_POLICY)]
-    pub policy: String,
+    /// Scheduling policy, e.g. fifo, cfs@4.19+STEAL, eevdf@6.18; `host`: the model
+    /// of this machine's own kernel, as `validate` takes it. Default: cfs@4.19, or
+    /// with --topology host, `host`.
+    #[arg(long)]
+    pub policy: Option<String>,
     /// Workload spec, e.g. 'hackbench groups=1 loops=100000 ipc=socket mode=process'.
     #[arg(long, default_value = DEFAULT_WORKLOAD)]
     pub workload: String,
@@ -254,7 +256,10 @@ impl RunArgs {
         RunRequest {
             topology: self.topology.clone(),
             machine: self.machine.clone(),
-            policy: self.policy.clone(),
+            policy: self
+                .policy
+                .clone()
+                .unwrap_or_else(|| if self.topology == "host" { "host" } else { DEFAULT_POLICY }.to_string()),
             workload: self.workload.clone(),
             seed: self.seed,
             sysctls: self.sysctls.clone(),

@@ -421,19 +421,10 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     })?;
     let release = schedlab_host::kernel::release();
     let policy = match &a.policy {
-        Some(p) => p.clone(),
-        None => {
-            let model = schedlab_host::kernel::policy_for_release(&release).ok_or_else(|| {
-                SpecError::new("policy", format!("(host kernel {release})"), "a policy name: the host's release is not modelled")
-            })?;
-            // The vendor placement option of this project's hosts, modelled as the
-            // switch inferred from their traces (docs/validate.md).
-            let stable = schedlab_host::kernel::stable_switches(&release, model);
-            match schedlab_host::kernel::vcpu_pack_option() {
-                Some(_) if model == "eevdf@6.18" => format!("{model}{stable}+HOST_VCPU_PACK"),
-                _ => format!("{model}{stable}"),
-            }
-        }
+        Some(p) if p != "host" => p.clone(),
+        // The host's own kernel, its vendor placement option modelled as the
+        // switch inferred from its traces (docs/validate.md).
+        _ => schedlab_spec::run::host_policy()?,
     };
     let policy_class = schedlab_policies::policy_by_name(&policy, &[])?;
     let preempt = schedlab_spec::run::parse_preempt(a.preempt.as_deref(), "host")?;

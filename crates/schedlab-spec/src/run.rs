@@ -69,19 +69,20 @@ impl RunSpec {
         let topo = parse_topology(&a.topology)?;
         let machine = crate::machines::load_for(a.machine.as_deref(), &a.topology)?;
         let sysctls = parse_sysctls(&a.sysctls)?;
+        let policy_name = if a.policy == "host" { host_policy()? } else { a.policy.clone() };
         // Build once to validate the name and sysctls.
-        let policy = schedlab_policies::policy_by_name(&a.policy, &sysctls)?;
+        let policy = schedlab_policies::policy_by_name(&policy_name, &sysctls)?;
         let workload = Workload::parse(&a.workload)?;
         if !(10..=10_000).contains(&a.hz) {
             return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ, e.g. 100, 250, 1000)"));
         }
         let preempt = parse_preempt(a.preempt.as_deref(), &a.topology)?;
-        check_preempt_for(preempt, &a.policy, policy.as_ref())?;
+        check_preempt_for(preempt, &policy_name, policy.as_ref())?;
         let autogroup = parse_autogroup(a.autogroup.as_deref(), &a.topology)?;
         let preempt_dynamic = host_preempt_dynamic(a.preempt.as_deref(), &a.topology);
         let cfg =
             RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, preempt_dynamic, autogroup, ..RunConfig::default() };
-        Ok(RunSpec { topo, machine, policy: a.policy.clone(), sysctls, workload, cfg })
+        Ok(RunSpec { topo, machine, policy: policy_name, sysctls, workload, cfg })
     }
     pub fn engine(&self) -> Engine {
         let policy = schedlab_policies::policy_by_name(&self.policy, &self.sysctls).expect("validated in from_args");
@@ -94,6 +95,23 @@ impl RunSpec {
             self.workload.main_program(),
         )
     }
+}
+
+/// The policy that models this machine's own kernel (`--policy host`, and
+/// `schedlab validate`'s simulated side): the modelled release of its kernel's
+/// version, that release's stable switches for its sublevel, and on a 6.18 host
+/// booted with the vendor option `sched_vcpu_pack=`, the placement inferred
+/// from its traces (+HOST_VCPU_PACK, docs/validate.md).
+pub fn host_policy() -> Result<String, SpecError> {
+    let release = schedlab_host::kernel::release();
+    let model = schedlab_host::kernel::policy_for_release(&release).ok_or_else(|| {
+        SpecError::new("policy", format!("host (kernel {release})"), "a policy name: the host's release is not modelled")
+    })?;
+    let stable = schedlab_host::kernel::stable_switches(&release, model);
+    Ok(match schedlab_host::kernel::vcpu_pack_option() {
+        Some(_) if model == "eevdf@6.18" => format!("{model}{stable}+HOST_VCPU_PACK"),
+        _ => format!("{model}{stable}"),
+    })
 }
 
 /// `NxLxCxT`, a preset, or `host` (read from this machine's sysfs).
@@ -191,5 +209,29 @@ mod tests {
         // The host's own model comes with the host's build.
         let host = schedlab_host::kernel::preempt_dynamic().is_some_and(|(dynamic, _)| dynamic);
         assert_eq!(host_preempt_dynamic(None, "host"), host);
+    }
+}
+
+#[cfg(test)]
+mod host_policy_tests {
+    use super::*;
+
+    /// `--policy host` is this machine's kernel model, the name validate takes:
+    /// a policy the registry builds, and the run reports it by that name; a
+    /// kernel whose release is not modelled is refused naming the field.
+    #[test]
+    fn the_host_policy_is_a_modelled_policy_or_a_clear_error() {
+        let request = RunRequest { policy: "host".into(), workload: "pipe loops=10".into(), ..RunRequest::default() };
+        match host_policy() {
+            Ok(name) => {
+                assert!(schedlab_policies::policy_by_name(&name, &[]).is_ok(), "{name}");
+                let spec = RunSpec::from_request(&request).expect("a modelled host policy runs");
+                assert_eq!(spec.policy, name);
+            }
+            Err(e) => {
+                assert_eq!(e.field, "policy", "{e}");
+                assert!(RunSpec::from_request(&request).is_err());
+            }
+        }
     }
 }
