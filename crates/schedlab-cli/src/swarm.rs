@@ -45,7 +45,8 @@ const POLICIES: &[&str] = &[
 const MACHINES: &[&str] = &["broadwell-ep", "cascadelake", "zen1", "kvm-haswell", "rpi5", "epyc-kvm"];
 
 /// One drawn scenario. Workloads: hackbench (both IPCs and modes), pipe,
-/// schbench, stress-ng's pipe stressor, tbench, make, pft and groupmix.
+/// schbench, stress-ng's pipe stressor, tbench, make, pft, groupmix, UnixBench's
+/// context1 and shell scripts, and sysbench's mutex and threads tests.
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub topology: String,
@@ -72,7 +73,7 @@ impl Scenario {
         let preempt = [PreemptModel::None, PreemptModel::Voluntary, PreemptModel::Full, PreemptModel::Lazy][pick(4)];
         let hz = [100, 250, 1000][pick(3)];
         let autogroup = pick(2) == 1;
-        let workload = match pick(9) {
+        let workload = match pick(12) {
             0 | 1 => format!(
                 "hackbench groups={} fds={} loops={} ipc={} mode={}",
                 pick(3) + 1,
@@ -94,6 +95,20 @@ impl Scenario {
             5 => format!("tbench clients={} runtime_ms={} warmup_ms=2", pick(4) + 1, pick(10) + 3),
             6 => format!("make jobs={} scale=0.0{}", pick(8) + 1, pick(3) + 1),
             7 => format!("pft threads={} mb={}", pick(4) + 1, pick(8) + 1),
+            8 => format!("context1 copies={} duration_ms={}", pick(4) + 1, pick(10) + 2),
+            9 => format!("shell copies={} concurrent={} duration_ms={}", pick(4) + 1, pick(3) + 1, pick(30) + 10),
+            10 => match pick(2) {
+                0 => {
+                    format!("sysbench test=mutex threads={} mutex_num={} mutex_locks={}", pick(4) + 1, pick(8) + 1, pick(200) + 1)
+                }
+                _ => format!(
+                    "sysbench test=threads threads={} time_ms={} thread_yields={} thread_locks={}",
+                    pick(6) + 1,
+                    pick(10) + 2,
+                    pick(50) + 1,
+                    pick(4) + 1
+                ),
+            },
             _ => format!(
                 "groupmix tasks={} shares={} busy_ms=1 sleep_ms=1 warmup_ms=2 window_ms={}",
                 pick(8) + 1,

@@ -294,8 +294,6 @@ enum LockStep {
     Try,
     /// Contended: exchange 2 in; free → ours, else publish 2 and wait.
     Exchange,
-    /// The word was 2 already: publish it for the futex and wait.
-    Publish,
     /// The word published as 2 for the futex: wait on it.
     Wait,
     /// The unlock found waiters and published 0: pay the exchange.
@@ -351,9 +349,13 @@ impl Worker {
                     self.holding = true;
                     return Op::Cycles { n: ATOMIC_CYCLES };
                 }
-                // The failed compare-and-exchange; __lll_lock_wait() then goes
-                // straight to the wait if the word is already 2.
-                self.lock = if *w == 2 { LockStep::Publish } else { LockStep::Exchange };
+                // The failed compare-and-exchange, then __lll_lock_wait()'s
+                // exchange. (glibc waits at once on a word it reads as 2; the
+                // exchange that finds 2 waits too, and re-reads the word after
+                // the compare-and-exchange's time, as the kernel's own check of
+                // the word in FUTEX_WAIT would: the model's futex word is a
+                // mirror written by the exchange, never ahead of it.)
+                self.lock = LockStep::Exchange;
                 Op::Cycles { n: ATOMIC_CYCLES }
             }
             LockStep::Exchange => {
@@ -362,10 +364,6 @@ impl Worker {
                     self.lock = LockStep::Try;
                     return Op::Cycles { n: ATOMIC_CYCLES };
                 }
-                self.lock = LockStep::Wait;
-                Op::Store { key, value: 2 }
-            }
-            LockStep::Publish => {
                 self.lock = LockStep::Wait;
                 Op::Store { key, value: 2 }
             }
