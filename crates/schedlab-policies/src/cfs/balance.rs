@@ -14,7 +14,7 @@ use schedlab_core::task::TaskId;
 
 use super::balance5::MigrationType;
 use super::domains::{KernelVersion, SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING};
-use super::fair::{Cfs, SCHED_STEAL_COST_NS};
+use super::fair::{Cfs, StopperWork, SCHED_STEAL_COST_NS};
 use super::group::Ent;
 
 /// `enum cpu_idle_type`.
@@ -277,8 +277,8 @@ impl Cfs {
             }
             if (newidle_active || idle != IdleType::NewlyIdle) && sd.nr_balance_failed > sd.cache_nice_tries + 2 {
                 if let Some(curr) = sys.curr(src) {
-                    if sys.tasks[curr].can_run_on(this_cpu) && self.rq[src].active_balance_to.is_none() {
-                        self.rq[src].active_balance_to = Some(this_cpu);
+                    if sys.tasks[curr].can_run_on(this_cpu) && self.rq[src].stopper.is_none() {
+                        self.rq[src].stopper = Some(StopperWork::ActiveBalance { dst: this_cpu });
                         sys.resched_cpu(src, charge_cpu);
                         active = true;
                     }

@@ -15,7 +15,7 @@ use schedlab_core::task::TaskId;
 
 use super::balance::IdleType;
 use super::domains::{KernelVersion, SchedGroup, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_PKG_RESOURCES};
-use super::fair::Cfs;
+use super::fair::{Cfs, StopperWork};
 
 /// `SCHED_CAPACITY_SCALE`.
 const SCALE: u64 = 1024;
@@ -326,8 +326,8 @@ impl Cfs {
                     self.out_one_pinned5(this_cpu, sd_idx, idle, all_pinned);
                     return (0, true);
                 };
-                if self.rq[src].active_balance_to.is_none() {
-                    self.rq[src].active_balance_to = Some(this_cpu);
+                if self.rq[src].stopper.is_none() {
+                    self.rq[src].stopper = Some(StopperWork::ActiveBalance { dst: this_cpu });
                     sys.resched_cpu(src, charge_cpu);
                     active = true;
                 }

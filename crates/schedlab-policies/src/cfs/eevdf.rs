@@ -612,7 +612,7 @@ impl Cfs {
         // level has a running entity (`put_prev_entity()` cleared each
         // `cfs_rq->curr`) and `put_prev_set_next_task()` sets every level of the
         // pick anew, as for a task picked after the idle task.
-        if self.rq[cpu].active_balance_to.is_some() || self.rq[cpu].exec_push_to.is_some() {
+        if self.rq[cpu].stopper.is_some() {
             prev_chain.clear();
         }
         self.balance_asked_of(sys, cpu);

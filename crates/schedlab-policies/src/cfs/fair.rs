@@ -138,6 +138,15 @@ pub struct CfsRq {
     pub load_unacc_exec_ns: u64,
 }
 
+/// What a CPU's stopper thread does once it has preempted the running task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopperWork {
+    /// `active_load_balance_cpu_stop()`: push a task to `dst`.
+    ActiveBalance { dst: usize },
+    /// `migration_cpu_stop()` for `sched_exec()`: move `p` to `dst`.
+    Migrate { p: TaskId, dst: usize },
+}
+
 /// `struct rq`, fair-relevant parts, what the load balancer reads first (see
 /// [`CfsRq`]).
 #[derive(Clone, Debug)]
@@ -163,10 +172,9 @@ pub struct Rq {
     /// `rq->cpu_load[]`, v4.19's per-tick decayed load indexes.
     pub cpu_load: [u64; 5],
     pub last_load_update_tick: u64,
-    /// Active balance asked: push the running task to this CPU at its next switch.
-    pub active_balance_to: Option<usize>,
-    /// `sched_exec()` asked the stopper to push this task to that CPU.
-    pub exec_push_to: Option<(TaskId, usize)>,
+    /// Work queued for this CPU's stopper, done at its next switch (the stopper
+    /// preempts the running task first).
+    pub stopper: Option<StopperWork>,
     /// This idle CPU was kicked to run NOHZ idle balancing.
     pub nohz_kick: bool,
     /// The task this CPU's levels last picked (`rq->curr` for the fair class).
@@ -1107,15 +1115,16 @@ impl Cfs {
     /// active-balance push of its previous task, or `sched_exec()`'s
     /// `migration_cpu_stop()`) and a NOHZ idle balance it was kicked for.
     pub(crate) fn balance_asked_of(&mut self, sys: &mut System, cpu: usize) {
-        if let Some(dst) = self.rq[cpu].active_balance_to.take() {
-            self.active_push(sys, cpu, dst);
-        }
-        if let Some((p, dst)) = self.rq[cpu].exec_push_to.take() {
+        match self.rq[cpu].stopper.take() {
+            Some(StopperWork::ActiveBalance { dst }) => self.active_push(sys, cpu, dst),
             // migration_cpu_stop() → __migrate_task() (v4.19 L1028, v6.18
             // move_queued_task()): only if the task is still queued here.
-            if sys.tasks[p].cpu == cpu && self.se[p].on_rq && sys.tasks[p].can_run_on(dst) {
-                self.move_task(sys, p, cpu, dst, cpu);
+            Some(StopperWork::Migrate { p, dst })
+                if sys.tasks[p].cpu == cpu && self.se[p].on_rq && sys.tasks[p].can_run_on(dst) =>
+            {
+                self.move_task(sys, p, cpu, dst, cpu)
             }
+            _ => {}
         }
         if self.rq[cpu].nohz_kick {
             self.rq[cpu].nohz_kick = false;
@@ -1227,8 +1236,7 @@ impl Cfs {
                 cpu_load: [0; 5],
                 last_load_update_tick: 0,
                 cpu_capacity: domains::cpu_capacity_orig(topo, cpu, self.version),
-                active_balance_to: None,
-                exec_push_to: None,
+                stopper: None,
                 nohz_kick: false,
                 curr_task: None,
                 resched_pending: false,
@@ -1301,7 +1309,7 @@ impl SchedClass for Cfs {
     }
 
     fn push_running_task(&mut self, _sys: &mut System, cpu: usize, p: TaskId, dest: usize) {
-        self.rq[cpu].exec_push_to = Some((p, dest));
+        self.rq[cpu].stopper = Some(StopperWork::Migrate { p, dst: dest });
     }
 
     fn select_task_rq(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, waker_cpu: usize, flags: WakeFlags) -> usize {
