@@ -781,7 +781,8 @@ impl Engine {
         // The slot of a reaped process: its numbers join its comm's row. Its
         // timer generation goes on, so that a timer of the old occupant still
         // queued cannot fire for the new one.
-        let old = self.summary(id);
+        let comm = std::mem::take(&mut self.sys.tasks[id].comm);
+        let old = TaskSummary { comm, ..self.numbers(id) };
         match self.reaped.get_mut(&old.comm) {
             Some(row) => row.add(&old),
             None => {
@@ -796,10 +797,15 @@ impl Engine {
 
     /// Task `p`'s numbers as the result reports them.
     fn summary(&self, p: TaskId) -> TaskSummary {
+        TaskSummary { comm: self.sys.tasks[p].comm.clone(), ..self.numbers(p) }
+    }
+
+    /// Task `p`'s numbers without its comm (left empty: no allocation).
+    fn numbers(&self, p: TaskId) -> TaskSummary {
         let t = &self.sys.tasks[p];
         TaskSummary {
             pid: t.pid,
-            comm: t.comm.clone(),
+            comm: String::new(),
             count: 1,
             run_ns: t.run_ns,
             user_ns: t.run_ns - t.kernel_ns,

@@ -179,36 +179,45 @@ struct Shared {
 }
 
 /// A thread's passage through the start barrier.
-#[derive(Default)]
-struct Barrier {
-    step: u8,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Barrier {
+    #[default]
+    Arrive,
+    /// The last to arrive: the clock read, start the timer.
+    Start,
+    /// Open the barrier's word, then wake the waiters.
+    Open,
+    Wake,
+    Through,
 }
 
 impl Barrier {
     /// The next op, or None once through. The last to arrive reads the clock,
-    /// starts the timer and wakes the others.
+    /// starts the timer (`threads_started_callback()`) and wakes the others; the
+    /// rest wait on the barrier's word until it opens.
     fn next(&mut self, shared: &RefCell<Shared>, parties: u64, last: &OpResult) -> Option<Op> {
-        self.step += 1;
-        match self.step {
-            1 => {
+        let (op, next) = match *self {
+            Barrier::Arrive => {
                 let mut s = shared.borrow_mut();
                 s.arrived += 1;
                 if s.arrived < parties {
-                    self.step = 10;
-                    return Some(Op::FutexWait { key: BARRIER_KEY, expected: 0 });
+                    (Op::FutexWait { key: BARRIER_KEY, expected: 0 }, Barrier::Through)
+                } else {
+                    (Op::Clock, Barrier::Start)
                 }
-                Some(Op::Clock)
             }
-            2 => {
+            Barrier::Start => {
                 if let OpResult::Time(t) = *last {
                     shared.borrow_mut().start_ns = Some(t);
                 }
-                Some(Op::Mark { label: MARK_START })
+                (Op::Mark { label: MARK_START }, Barrier::Open)
             }
-            3 => Some(Op::Store { key: BARRIER_KEY, value: 1 }),
-            4 => Some(Op::FutexWake { key: BARRIER_KEY, nr: u32::MAX }),
-            _ => None,
-        }
+            Barrier::Open => (Op::Store { key: BARRIER_KEY, value: 1 }, Barrier::Wake),
+            Barrier::Wake => (Op::FutexWake { key: BARRIER_KEY, nr: u32::MAX }, Barrier::Through),
+            Barrier::Through => return None,
+        };
+        *self = next;
+        Some(op)
     }
 }
 
