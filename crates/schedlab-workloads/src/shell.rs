@@ -255,7 +255,7 @@ impl Program for Looper {
         Op::Fork {
             kind: ForkKind::Process,
             comm: Some("multi.sh".into()),
-            program: Box::new(Script::new(multi_sh(self.concurrent))),
+            program: Box::new(Scripted::new(multi_sh(self.concurrent))),
         }
     }
 }
@@ -284,9 +284,11 @@ enum Step {
     Exit,
 }
 
-/// A process following its steps in order. Pipe steps refer to the pipes this
-/// process's parent made (a child inherits them), in the order they were made.
-struct Script {
+/// A process following its steps in order (core's `program::Script` plays a
+/// fixed list of ops; these steps also name pipes made at run time and read
+/// until a byte count). Pipe steps refer to the pipes this process and its
+/// parent made (a child inherits its parent's), in the order they were made.
+struct Scripted {
     steps: std::vec::IntoIter<Step>,
     pipes: Vec<ChanId>,
     /// A read in progress: (pipe, bytes still to come).
@@ -294,17 +296,17 @@ struct Script {
     making_pipe: bool,
 }
 
-impl Script {
-    fn new(steps: Vec<Step>) -> Script {
-        Script { steps: steps.into_iter(), pipes: Vec::new(), reading: None, making_pipe: false }
+impl Scripted {
+    fn new(steps: Vec<Step>) -> Scripted {
+        Scripted { steps: steps.into_iter(), pipes: Vec::new(), reading: None, making_pipe: false }
     }
 
-    fn with_pipes(steps: Vec<Step>, pipes: Vec<ChanId>) -> Script {
-        Script { pipes, ..Script::new(steps) }
+    fn with_pipes(steps: Vec<Step>, pipes: Vec<ChanId>) -> Scripted {
+        Scripted { pipes, ..Scripted::new(steps) }
     }
 }
 
-impl Program for Script {
+impl Program for Scripted {
     fn next(&mut self, last: OpResult, _rng: &mut SimRng) -> Op {
         if self.making_pipe {
             self.making_pipe = false;
@@ -335,7 +337,7 @@ impl Program for Script {
             Step::Fork(comm, steps) => Op::Fork {
                 kind: ForkKind::Process,
                 comm: Some(comm.into()),
-                program: Box::new(Script::with_pipes(steps, self.pipes.clone())),
+                program: Box::new(Scripted::with_pipes(steps, self.pipes.clone())),
             },
             Step::Wait => Op::WaitChild,
             Step::Close(pipe) => Op::Close { chan: self.pipes[pipe] },
