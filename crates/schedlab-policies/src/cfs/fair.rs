@@ -1117,8 +1117,9 @@ impl Cfs {
     pub(crate) fn balance_asked_of(&mut self, sys: &mut System, cpu: usize) {
         match self.rq[cpu].stopper.take() {
             Some(StopperWork::ActiveBalance { dst }) => self.active_push(sys, cpu, dst),
-            // migration_cpu_stop() → __migrate_task() (v4.19 L1028, v6.18
-            // move_queued_task()): only if the task is still queued here.
+            // migration_cpu_stop() → __migrate_task() → move_queued_task()
+            // (kernel/sched/core.c, v4.19 to v6.18): only if the task is still
+            // queued here and allowed there.
             Some(StopperWork::Migrate { p, dst })
                 if sys.tasks[p].cpu == cpu && self.se[p].on_rq && sys.tasks[p].can_run_on(dst) =>
             {
@@ -1138,7 +1139,8 @@ impl Cfs {
     pub fn check_preempt_wakeup(&mut self, sys: &mut System, cpu: usize, curr: TaskId, p: TaskId, fork: bool) -> bool {
         // A stopper that moved the task it preempted (active balance,
         // sched_exec()) is what runs here until the pick: it is not a fair task,
-        // so check_preempt_curr() does nothing (v4.19 L1140, a class above).
+        // so check_preempt_curr() (kernel/sched/core.c, v4.19; wakeup_preempt()
+        // from v6.6) asks nothing of the fair class: the stop class is above it.
         if curr == p || sys.tasks[curr].cpu != cpu {
             return false;
         }
