@@ -419,7 +419,8 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub any_state: bool,
     /// Simulated policy (default: the model of the host kernel's release, with
-    /// +HOST_VCPU_PACK on a 6.18 host booted with sched_vcpu_pack=).
+    /// +HOST_VCPU_PACK+HOST_DEQUEUE_DELAYED_BUSY on a 6.18 host booted with
+    /// sched_vcpu_pack=).
     #[arg(long)]
     pub policy: Option<String>,
     /// Simulated preemption model (default: the host kernel's).

@@ -37,6 +37,7 @@ const POLICIES: &[&str] = &[
     "eevdf@6.12+NO_PREEMPT_SHORT",
     "eevdf@6.18",
     "eevdf@6.18+HOST_VCPU_PACK",
+    "eevdf@6.18+HOST_VCPU_PACK+HOST_DEQUEUE_DELAYED_BUSY",
     "ule@pre",
     "ule@post",
     "4bsd",

@@ -869,11 +869,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         if sim.autogroup { "on" } else { "off" },
         sim.hz,
         sim.machine_origin,
-        if sim.policy.contains("HOST_VCPU_PACK") {
-            "           (+HOST_VCPU_PACK: the host's non-upstream sched_vcpu_pack placement as inferred from its traces, not upstream)\n"
-        } else {
-            ""
-        },
+        host_feature_notes(&sim.policy),
         h.host_state.as_ref().map_or_else(String::new, HostState::text),
         t.elapsed_pct,
         t.switches_pct,
@@ -1130,4 +1126,20 @@ mod tests {
         assert_eq!(one.ncpus(), 1);
         assert!(full.ncpus() >= 1);
     }
+}
+
+/// The header's note on each non-upstream host switch the simulated policy uses.
+fn host_feature_notes(policy: &str) -> String {
+    let notes = [
+        ("HOST_VCPU_PACK", "the host's non-upstream sched_vcpu_pack placement as inferred from its traces, not upstream"),
+        (
+            "HOST_DEQUEUE_DELAYED_BUSY",
+            "a delayed task woken on a busy runqueue is placed anew, as a pipe pair let go from one vCPU shows on the hosts, not upstream",
+        ),
+    ];
+    notes
+        .iter()
+        .filter(|(name, _)| policy.split('+').any(|f| f == *name))
+        .map(|(name, what)| format!("           (+{name}: {what})\n"))
+        .collect()
 }

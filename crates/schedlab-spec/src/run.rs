@@ -101,7 +101,8 @@ impl RunSpec {
 /// `schedlab validate`'s simulated side): the modelled release of its kernel's
 /// version, that release's stable switches for its sublevel, and on a 6.18 host
 /// booted with the vendor option `sched_vcpu_pack=`, the placement inferred
-/// from its traces (+HOST_VCPU_PACK, docs/validate.md).
+/// from its traces and experiments (+HOST_VCPU_PACK+HOST_DEQUEUE_DELAYED_BUSY,
+/// docs/validate.md).
 pub fn host_policy() -> Result<String, SpecError> {
     let release = schedlab_host::kernel::release();
     let model = schedlab_host::kernel::policy_for_release(&release).ok_or_else(|| {
@@ -109,7 +110,7 @@ pub fn host_policy() -> Result<String, SpecError> {
     })?;
     let stable = schedlab_host::kernel::stable_switches(&release, model);
     Ok(match schedlab_host::kernel::vcpu_pack_option() {
-        Some(_) if model == "eevdf@6.18" => format!("{model}{stable}+HOST_VCPU_PACK"),
+        Some(_) if model == "eevdf@6.18" => format!("{model}{stable}+HOST_VCPU_PACK+HOST_DEQUEUE_DELAYED_BUSY"),
         _ => format!("{model}{stable}"),
     })
 }

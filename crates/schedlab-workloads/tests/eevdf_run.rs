@@ -132,3 +132,66 @@ fn a_custom_slice_counts_from_v612_only() {
     let (old, new) = (run("eevdf@6.6", 0), run("eevdf@6.6", 100));
     assert_eq!(old.1, new.1, "v6.6 has no custom slices");
 }
+
+/// Wakeups of the pipe pair's tasks (by the other one), each with the time and
+/// whether the wakee was enqueued on its waker's CPU.
+#[derive(Default)]
+struct PairWakeups(std::rc::Rc<std::cell::RefCell<Vec<(u64, bool)>>>);
+
+impl schedlab_core::trace::TraceSink for PairWakeups {
+    fn record(&mut self, rec: &schedlab_core::trace::TraceRecord, tasks: &[schedlab_core::task::Task]) {
+        if let schedlab_core::trace::TraceKind::Wakeup { p, target_cpu } = rec.kind {
+            if rec.current.is_some() && matches!(tasks[p].comm.as_str(), "main" | "partner") {
+                self.0.borrow_mut().push((rec.time_ns, target_cpu == rec.cpu));
+            }
+        }
+    }
+}
+
+/// A one-byte pipe ping-pong between two processes that start on one CPU of two,
+/// the other CPU held by a hog for the first millisecond: the wakeups of the
+/// pair after the hog has left, each with its time and whether it stayed on the
+/// waker's CPU.
+fn pair_wakeups(policy: &str) -> Vec<(u64, bool)> {
+    use schedlab_core::program::{ForkKind, Op, Script};
+    use schedlab_core::{Engine, RunConfig, Topology};
+    const ROUNDS: usize = 2000;
+    const HOG_NS: u64 = 1_000_000;
+    let partner: Vec<Op> = (0..ROUNDS).flat_map(|_| [Op::Read { chan: 0, bytes: 1 }, Op::Write { chan: 1, bytes: 1 }]).collect();
+    let hog = Script::new(vec![Op::Compute { ns: HOG_NS }]);
+    let mut ops = vec![
+        Op::Fork { kind: ForkKind::Thread, comm: Some("hog".into()), program: Box::new(hog) },
+        Op::Pipe,
+        Op::Pipe,
+        Op::Fork { kind: ForkKind::Process, comm: Some("partner".into()), program: Box::new(Script::new(partner)) },
+    ];
+    ops.extend((0..ROUNDS).flat_map(|_| [Op::Write { chan: 0, bytes: 1 }, Op::Read { chan: 1, bytes: 1 }]));
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let topo = Topology::parse("1x1x2x1").unwrap();
+    let mut e = Engine::new(topo, common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)));
+    let sink = PairWakeups::default();
+    let seen = sink.0.clone();
+    e.set_trace(Box::new(sink));
+    let r = e.run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let hog_left = HOG_NS + 100_000;
+    let all = seen.borrow();
+    all.iter().copied().filter(|&(t, _)| t > hog_left).collect()
+}
+
+/// HOST_DEQUEUE_DELAYED_BUSY (this project's hosts): a pipe pair that shares a
+/// CPU sleeps ineligible in turn, so every wakeup is of a delayed task; upstream
+/// v6.18 requeues it where it sleeps and the pair never leaves its CPU, even with
+/// the other one idle. On the hosts (a pair pinned to one vCPU, then let go,
+/// tools/host-delayed-wake/) it splits within three round trips: the delayed
+/// wakee on a busy runqueue is dequeued and placed anew, and finds the idle CPU.
+#[test]
+fn a_delayed_wakee_on_a_busy_cpu_is_placed_anew_on_the_hosts() {
+    let local = |w: &[(u64, bool)]| w.iter().filter(|x| x.1).count();
+    let upstream = pair_wakeups("eevdf@6.18+HOST_VCPU_PACK");
+    assert!(upstream.len() > 1000 && local(&upstream) == upstream.len(), "{} of {}", local(&upstream), upstream.len());
+    let host = pair_wakeups("eevdf@6.18+HOST_VCPU_PACK+HOST_DEQUEUE_DELAYED_BUSY");
+    let last_half = &host[host.len() / 2..];
+    assert!(last_half.len() > 500 && local(last_half) == 0, "{} of {}", local(last_half), last_half.len());
+}

@@ -1316,8 +1316,18 @@ impl SchedClass for Cfs {
 
     fn select_task_rq(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, waker_cpu: usize, flags: WakeFlags) -> usize {
         if let Some(cpu) = self.delayed_on(p) {
-            // ttwu_runnable(): still queued there, woken in place.
-            return cpu;
+            // HOST_DEQUEUE_DELAYED_BUSY (inferred, not upstream): with another task
+            // on its runqueue (rq->nr_running counts the delayed wakee too) and
+            // another CPU allowed, the wakee leaves for good
+            // (DEQUEUE_SLEEP | DEQUEUE_DELAYED) and is placed as any sleeper.
+            let busy = self.rq[cpu].cfs.h_nr_running > 1;
+            let movable = sys.tasks[p].allowed.as_ref().is_none_or(|s| s.count() > 1) && sys.ncpus() > 1;
+            if !(self.feat.host_dequeue_delayed_busy && busy && movable) {
+                // ttwu_runnable(): still queued there, woken in place.
+                return cpu;
+            }
+            self.dequeue_task_fair_flags(cpu, p, DequeueKind::Delayed, sys.now_ns);
+            self.flush_resched(sys);
         }
         self.select_task_rq_fair(sys, p, prev_cpu, waker_cpu, flags)
     }

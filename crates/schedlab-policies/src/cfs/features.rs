@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 28] = [
+const NAMES: [&str; 29] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -35,6 +35,7 @@ const NAMES: [&str; 28] = [
     "NEWIDLE_COST_BUMP",
     "YIELD_FORFEIT",
     "HOST_VCPU_PACK",
+    "HOST_DEQUEUE_DELAYED_BUSY",
 ];
 
 /// The fair-class features this model reads, with the defaults of one version.
@@ -109,6 +110,19 @@ pub struct Features {
     /// pulled towards the waker (wake_affine() keeps prev_cpu; select_idle_sibling()
     /// still runs). Measured on 2-vCPU guests only (docs/validate.md).
     pub host_vcpu_pack: bool,
+    /// Not upstream: the wakeup of a delayed task (DELAY_DEQUEUE) on this
+    /// project's hosts, shown by an experiment on them, not read from source: a
+    /// pipe pair held on one vCPU for 20 000 round trips (every sleep a delayed
+    /// dequeue, every wakeup a requeue in place) splits onto both vCPUs within
+    /// three round trips once both are allowed, where upstream v6.18's
+    /// `ttwu_runnable()` would requeue the wakee where it sleeps for as long as the
+    /// pair runs (`tools/host-delayed-wake/`, docs/validate.md). The rule that
+    /// explains it is Mike Galbraith's "sched/fair: Dequeue sched_delayed tasks
+    /// when waking to a busy CPU" (tip sched/urgent d68803506ffb, November 2024;
+    /// not in mainline): a delayed task woken while its runqueue holds another
+    /// task, and allowed on another CPU, is dequeued for good and placed by
+    /// `select_task_rq_fair()` like any sleeper.
+    pub host_dequeue_delayed_busy: bool,
 }
 
 impl Features {
@@ -153,6 +167,7 @@ impl Features {
             newidle_cost_bump: version == KernelVersion::V6_18,
             yield_forfeit: false,
             host_vcpu_pack: false,
+            host_dequeue_delayed_busy: false,
         }
     }
 
@@ -173,7 +188,7 @@ impl Features {
             "NEWIDLE_COST_BUMP" => matches!(self.version, V6_12 | V6_18),
             "YIELD_FORFEIT" => self.version == V6_18,
             // A host's non-upstream placement, inferred from its traces.
-            "HOST_VCPU_PACK" => self.version == V6_18,
+            "HOST_VCPU_PACK" | "HOST_DEQUEUE_DELAYED_BUSY" => self.version == V6_18,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
             // seed patches that target one CFS kernel; SIS_PROP went in v6.12 and
             // the v5.11 NUMA fork rule is unconditional since.
@@ -227,6 +242,7 @@ impl Features {
             "NEWIDLE_COST_BUMP" => &mut self.newidle_cost_bump,
             "YIELD_FORFEIT" => &mut self.yield_forfeit,
             "HOST_VCPU_PACK" => &mut self.host_vcpu_pack,
+            "HOST_DEQUEUE_DELAYED_BUSY" => &mut self.host_dequeue_delayed_busy,
             _ => return None,
         })
     }
