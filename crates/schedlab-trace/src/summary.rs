@@ -4,7 +4,8 @@
 //! wakeup latencies (sched_waking, or sched_wakeup_new for a new task, to its
 //! switch-in), preemptions (switches out of a task still runnable, and how long
 //! after its switch-in they came), and migrations by who moved the task (see
-//! [`MigrationKind`]). A summary is built one event at a time
+//! [`MigrationKind`]), and how often a wakeup preempted the task running where it
+//! landed (see [`WakeupPreemptions`]). A summary is built one event at a time
 //! ([`TraceSummary::add`]), in memory that grows with the tasks, not with the
 //! trace: the distributions are histograms (3 significant figures).
 //!
@@ -52,6 +53,20 @@ pub enum MigrationKind {
     IdleCpu,
 }
 
+/// Wakeups of kept tasks onto a CPU running a kept task, and how that task's run
+/// ended: a `sched_wakeup` line fired on another CPU than its target is a remote
+/// wakeup (the waker enqueued the task there, so the target was busy: an idle
+/// target is woken through its wake list and the line fires there), one on its
+/// target is local (the waker is the running task). The run counts as preempted
+/// if it ended runnable (`prev_state` R); only the run's first such wakeup counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WakeupPreemptions {
+    pub remote: u64,
+    pub remote_preempted: u64,
+    pub local: u64,
+    pub local_preempted: u64,
+}
+
 /// The tasks a trace shows, by pid, restricted to those `keep` selects by comm.
 #[derive(Debug, Clone)]
 pub struct TraceSummary {
@@ -66,6 +81,10 @@ pub struct TraceSummary {
     pub preempted_after_ns: Histogram<u64>,
     /// The kept tasks' migrations by kind.
     pub migration_kinds: BTreeMap<MigrationKind, u64>,
+    pub wakeup_preemptions: WakeupPreemptions,
+    /// Per CPU: the running kept task a wakeup landed on in its current run, and
+    /// whether that wakeup was remote.
+    woken_onto: BTreeMap<u32, (u32, bool)>,
     /// With `sched_stat_runtime` in the trace (`schedlab record --runtime`): the
     /// runtime the kernel charged a kept task over one run (switch-in to
     /// switch-out), ns, over all runs and by how the run ended.
@@ -98,6 +117,8 @@ impl Default for TraceSummary {
             wakeup_latency_ns: histogram(),
             preempted_after_ns: histogram(),
             migration_kinds: BTreeMap::new(),
+            wakeup_preemptions: WakeupPreemptions::default(),
+            woken_onto: BTreeMap::new(),
             charged_ns: histogram(),
             charged_preempted_ns: histogram(),
             charged_blocked_ns: histogram(),
@@ -140,6 +161,12 @@ impl TraceSummary {
                     } else {
                         self.asleep.insert(*prev_pid);
                     }
+                    if let Some((pid, remote)) = self.woken_onto.remove(&l.cpu) {
+                        if pid == *prev_pid && preempted {
+                            let w = &mut self.wakeup_preemptions;
+                            *(if remote { &mut w.remote_preempted } else { &mut w.local_preempted }) += 1;
+                        }
+                    }
                     if let Some(since) = self.running_since.remove(prev_pid) {
                         record(&mut self.run_ns, ts.checked_sub(since));
                         if preempted {
@@ -154,6 +181,7 @@ impl TraceSummary {
                     }
                 }
                 self.on_cpu.insert(l.cpu, *next_pid);
+                self.woken_onto.remove(&l.cpu);
                 if self.touch(*next_pid, next_comm, ts, keep) {
                     self.asleep.remove(next_pid);
                     self.running_since.insert(*next_pid, ts);
@@ -171,9 +199,18 @@ impl TraceSummary {
             Event::WakeupNew { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
                 self.woken_at.insert(*pid, ts);
             }
-            Event::Wakeup { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
+            Event::Wakeup { comm, pid, target_cpu, .. } if self.touch(*pid, comm, ts, keep) => {
                 self.tasks.get_mut(pid).expect("touched").wakeups += 1;
                 self.asleep.remove(pid);
+                let running = self.on_cpu.get(target_cpu).copied().filter(|r| *r != 0 && self.tasks.contains_key(r));
+                if let Some(r) = running {
+                    if r != *pid && !self.woken_onto.contains_key(target_cpu) {
+                        let remote = l.cpu != *target_cpu;
+                        let w = &mut self.wakeup_preemptions;
+                        *(if remote { &mut w.remote } else { &mut w.local }) += 1;
+                        self.woken_onto.insert(*target_cpu, (r, remote));
+                    }
+                }
             }
             Event::MigrateTask { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
                 self.tasks.get_mut(pid).expect("touched").migrations += 1;
@@ -275,6 +312,8 @@ impl TraceSummary {
         let mut per_task: Vec<u64> = self.tasks.values().map(|t| t.switches).collect();
         per_task.sort_unstable();
         let us = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
+        let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
+        let w = self.wakeup_preemptions;
         vec![
             ("tasks", self.tasks.len() as f64),
             ("switches", self.sum(|t| t.switches) as f64),
@@ -285,6 +324,10 @@ impl TraceSummary {
             ("migrations pulled in interrupts", self.kind(MigrationKind::Interrupt)),
             ("migrations pulled by an idle CPU", self.kind(MigrationKind::IdleCpu)),
             ("involuntary switches", self.sum(|t| t.involuntary) as f64),
+            ("remote wakeups onto a running task", w.remote as f64),
+            ("of them, its run ended preempted %", pct(w.remote_preempted, w.remote)),
+            ("local wakeups (the waker running)", w.local as f64),
+            ("of them, the waker preempted %", pct(w.local_preempted, w.local)),
             ("preempted after p50 us", us(&self.preempted_after_ns, 0.5)),
             ("preempted after p90 us", us(&self.preempted_after_ns, 0.9)),
             ("run length p50 us", us(&self.run_ns, 0.5)),
@@ -442,6 +485,34 @@ mod tests {
     /// With sched_stat_runtime lines, each run's charged runtime is the sum of
     /// its task's lines between its switch-in and its switch-out; without any,
     /// there are no charged figures.
+    #[test]
+    fn wakeups_that_preempt_the_task_they_land_on() {
+        // CPU 1 runs 20; 10 on CPU 0 wakes 21 onto CPU 1 (remote) and 20 is
+        // preempted by it; 10 then wakes 22 onto its own CPU (local) and blocks; on
+        // CPU 1, 21 is woken onto by 10's wakeup of 23 and blocks. An idle target
+        // (CPU 2, woken in its own hardirq) counts as neither.
+        let trace = "\
+          <idle>-0     [001] d..2. 1.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=20 next_prio=120
+          <idle>-0     [000] d..2. 1.000001: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=10 next_prio=120
+              hb-10    [000] d..2. 1.000010: sched_waking: comm=hb pid=21 prio=120 target_cpu=001
+              hb-10    [000] d..2. 1.000011: sched_wakeup: comm=hb pid=21 prio=120 target_cpu=001
+              hb-20    [001] d..2. 1.000015: sched_switch: prev_comm=hb prev_pid=20 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=21 next_prio=120
+              hb-10    [000] d..2. 1.000020: sched_waking: comm=hb pid=22 prio=120 target_cpu=000
+              hb-10    [000] d..2. 1.000021: sched_wakeup: comm=hb pid=22 prio=120 target_cpu=000
+              hb-10    [000] d..2. 1.000022: sched_waking: comm=hb pid=23 prio=120 target_cpu=001
+              hb-10    [000] d..2. 1.000023: sched_wakeup: comm=hb pid=23 prio=120 target_cpu=001
+              hb-10    [000] d..2. 1.000025: sched_switch: prev_comm=hb prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=hb next_pid=22 next_prio=120
+              hb-21    [001] d..2. 1.000030: sched_switch: prev_comm=hb prev_pid=21 prev_prio=120 prev_state=S ==> next_comm=hb next_pid=23 next_prio=120
+          <idle>-0     [002] dNh2. 1.000040: sched_wakeup: comm=hb pid=24 prio=120 target_cpu=002
+";
+        let s = TraceSummary::of(&parse_trace(trace).unwrap(), &|c| c == "hb");
+        let w = s.wakeup_preemptions;
+        assert_eq!((w.remote, w.remote_preempted, w.local, w.local_preempted), (2, 1, 1, 0));
+        let f: BTreeMap<&str, f64> = s.figures().into_iter().collect();
+        assert_eq!(f["of them, its run ended preempted %"], 50.0);
+        assert_eq!(f["of them, the waker preempted %"], 0.0);
+    }
+
     #[test]
     fn runtime_charged_per_run_from_sched_stat_runtime() {
         assert!(TraceSummary::of(&parse_trace(TRACE).unwrap(), &|c| c == "hb").charged_figures().is_empty());
