@@ -1002,6 +1002,22 @@ fn plot(h: &Header, rows: &[RowResult]) -> String {
     bar_chart_svg(&title, "row", "simulated / real (1 = agreement)", &cats, &series)
 }
 
+/// The header's note on each non-upstream host switch the simulated policy uses.
+fn host_feature_notes(policy: &str) -> String {
+    let notes = [
+        ("HOST_VCPU_PACK", "the host's non-upstream sched_vcpu_pack placement as inferred from its traces, not upstream"),
+        (
+            "HOST_DEQUEUE_DELAYED_BUSY",
+            "a delayed task woken on a busy runqueue is placed anew, as a pipe pair let go from one vCPU shows on the hosts, not upstream",
+        ),
+    ];
+    notes
+        .iter()
+        .filter(|(name, _)| policy.split('+').any(|f| f == *name))
+        .map(|(name, what)| format!("           (+{name}: {what})\n"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1126,20 +1142,4 @@ mod tests {
         assert_eq!(one.ncpus(), 1);
         assert!(full.ncpus() >= 1);
     }
-}
-
-/// The header's note on each non-upstream host switch the simulated policy uses.
-fn host_feature_notes(policy: &str) -> String {
-    let notes = [
-        ("HOST_VCPU_PACK", "the host's non-upstream sched_vcpu_pack placement as inferred from its traces, not upstream"),
-        (
-            "HOST_DEQUEUE_DELAYED_BUSY",
-            "a delayed task woken on a busy runqueue is placed anew, as a pipe pair let go from one vCPU shows on the hosts, not upstream",
-        ),
-    ];
-    notes
-        .iter()
-        .filter(|(name, _)| policy.split('+').any(|f| f == *name))
-        .map(|(name, what)| format!("           (+{name}: {what})\n"))
-        .collect()
 }
