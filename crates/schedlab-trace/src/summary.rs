@@ -488,9 +488,9 @@ mod tests {
     #[test]
     fn wakeups_that_preempt_the_task_they_land_on() {
         // CPU 1 runs 20; 10 on CPU 0 wakes 21 onto CPU 1 (remote) and 20 is
-        // preempted by it; 10 then wakes 22 onto its own CPU (local) and blocks; on
-        // CPU 1, 21 is woken onto by 10's wakeup of 23 and blocks. An idle target
-        // (CPU 2, woken in its own hardirq) counts as neither.
+        // preempted by it; 10 then wakes 22 onto its own CPU (local), wakes 23 onto
+        // CPU 1 while 21 runs there (remote), and blocks; 21 blocks too. A wakeup
+        // of an idle CPU (CPU 2, in its own hardirq) counts as neither.
         let trace = "\
           <idle>-0     [001] d..2. 1.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=20 next_prio=120
           <idle>-0     [000] d..2. 1.000001: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=10 next_prio=120
