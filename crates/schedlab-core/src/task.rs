@@ -90,6 +90,11 @@ impl Task {
     pub fn can_run_on(&self, cpu: usize) -> bool {
         self.allowed.as_ref().is_none_or(|s| s.contains(cpu))
     }
+
+    /// `p->nr_cpus_allowed` on a machine of `ncpus` CPUs.
+    pub fn nr_cpus_allowed(&self, ncpus: usize) -> usize {
+        self.allowed.as_ref().map_or(ncpus, |s| s.count())
+    }
 }
 
 #[cfg(test)]

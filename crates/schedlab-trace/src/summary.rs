@@ -151,6 +151,8 @@ impl TraceSummary {
         self.note_running(l, keep);
         match &l.event {
             Event::Switch { prev_comm, prev_pid, prev_state, next_comm, next_pid, .. } => {
+                // The run a wakeup landed on ends here, whoever runs next.
+                let landed_on = self.woken_onto.remove(&l.cpu);
                 if self.touch(*prev_pid, prev_comm, ts, keep) {
                     let task = self.tasks.get_mut(prev_pid).expect("touched");
                     task.switches += 1;
@@ -161,7 +163,7 @@ impl TraceSummary {
                     } else {
                         self.asleep.insert(*prev_pid);
                     }
-                    if let Some((pid, remote)) = self.woken_onto.remove(&l.cpu) {
+                    if let Some((pid, remote)) = landed_on {
                         if pid == *prev_pid && preempted {
                             let w = &mut self.wakeup_preemptions;
                             *(if remote { &mut w.remote_preempted } else { &mut w.local_preempted }) += 1;
@@ -181,7 +183,6 @@ impl TraceSummary {
                     }
                 }
                 self.on_cpu.insert(l.cpu, *next_pid);
-                self.woken_onto.remove(&l.cpu);
                 if self.touch(*next_pid, next_comm, ts, keep) {
                     self.asleep.remove(next_pid);
                     self.running_since.insert(*next_pid, ts);

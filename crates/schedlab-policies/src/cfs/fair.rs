@@ -1321,7 +1321,7 @@ impl SchedClass for Cfs {
             // another CPU allowed, the wakee leaves for good
             // (DEQUEUE_SLEEP | DEQUEUE_DELAYED) and is placed as any sleeper.
             let busy = self.rq[cpu].cfs.h_nr_running > 1;
-            let movable = sys.tasks[p].allowed.as_ref().is_none_or(|s| s.count() > 1) && sys.ncpus() > 1;
+            let movable = sys.tasks[p].nr_cpus_allowed(sys.ncpus()) > 1;
             if !(self.feat.host_dequeue_delayed_busy && busy && movable) {
                 // ttwu_runnable(): still queued there, woken in place.
                 return cpu;
