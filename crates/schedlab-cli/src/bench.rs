@@ -66,70 +66,128 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 /// Runs every scenario in a child process of its own, so each row's peak memory
-/// is that scenario's alone; prints a table, or with `json` one JSON document.
-pub fn run(quick: bool, json: bool) -> Result<(), Failure> {
+/// is that scenario's alone, `repeat` times: each round runs every policy and
+/// scenario once, so a machine that speeds up or slows down during the benchmark
+/// moves every row alike. Prints a table of the median round per row, or with
+/// `json` one JSON document.
+pub fn run(quick: bool, json: bool, repeat: usize) -> Result<(), Failure> {
+    if !(1..=100).contains(&repeat) {
+        return Err(Failure::Input(schedlab_core::SpecError::new("repeat", repeat.to_string(), "an integer from 1 to 100")));
+    }
     let exe = std::env::current_exe().map_err(|e| Failure::Run(format!("bench: cannot find own executable: {e}")))?;
-    let mut rows = Vec::new();
-    if !json {
-        println!("schedlab bench: seed 1 (each row in its own process; peak_MiB = its VmHWM)");
-        println!(
-            "{:<26} {:<10} {:<12} {:>6} {:>6} {:>10} {:>7} {:>9} {:>8} {:>7} {:>12} {:>9}",
-            "scenario",
-            "policy",
-            "machine",
-            "cpus",
-            "tasks",
-            "events",
-            "wall_s",
-            "Mevents/s",
-            "Mmsg/s",
-            "sim_s",
-            "sim_s/wall_s",
-            "peak_MiB"
-        );
-    }
-    for policy in POLICIES {
-        for i in 0..SCENARIOS.len() {
-            let mut cmd = std::process::Command::new(&exe);
-            cmd.args(["bench", "--one", &i.to_string(), "--policy", policy]);
-            if quick {
-                cmd.arg("--quick");
-            }
-            let out = cmd.output().map_err(|e| Failure::Run(format!("bench: {e}")))?;
-            if !out.status.success() {
-                return Err(Failure::Run(format!("bench scenario {i} failed: {}", String::from_utf8_lossy(&out.stderr))));
-            }
-            let row: serde_json::Value = serde_json::from_slice(&out.stdout)
-                .map_err(|e| Failure::Run(format!("bench scenario {i}: unreadable result: {e}")))?;
-            if !json {
-                println!("{}", text_row(&row));
-            }
-            rows.push(row);
+    // rounds[k][(policy, scenario)]: round k's row for each cell, in table order.
+    let mut rounds: Vec<Vec<serde_json::Value>> = Vec::new();
+    for round in 0..repeat {
+        if !json {
+            eprintln!("schedlab bench: round {} of {repeat}", round + 1);
         }
+        let mut rows = Vec::new();
+        for policy in POLICIES {
+            for i in 0..SCENARIOS.len() {
+                rows.push(run_child(&exe, i, policy, quick)?);
+            }
+        }
+        rounds.push(rows);
     }
+    let rows: Vec<serde_json::Value> = (0..rounds[0].len()).map(|c| median_row(&rounds, c)).collect();
     if json {
-        let doc = json!({ "seed": 1, "quick": quick, "rows": rows });
+        let doc = json!({ "seed": 1, "quick": quick, "repeat": repeat, "rows": rows, "eevdf_ratios": eevdf_ratios(&rounds) });
         println!("{}", serde_json::to_string_pretty(&doc).expect("a json! value serialises"));
-    } else {
-        print!("{}", eevdf_ratios(&rows));
+        return Ok(());
+    }
+    println!("schedlab bench: seed 1, {repeat} round(s), the median shown (each row in its own process; peak_MiB = its VmHWM)");
+    println!(
+        "{:<26} {:<10} {:<12} {:>6} {:>6} {:>10} {:>7} {:>7} {:>9} {:>8} {:>7} {:>12} {:>9}",
+        "scenario",
+        "policy",
+        "machine",
+        "cpus",
+        "tasks",
+        "events",
+        "wall_s",
+        "spread",
+        "Mevents/s",
+        "Mmsg/s",
+        "sim_s",
+        "sim_s/wall_s",
+        "peak_MiB"
+    );
+    for row in &rows {
+        println!("{}", text_row(row));
+    }
+    println!("messages/s relative to cfs@5.15 on the same scenario, the median of the rounds' ratios [min-max]:");
+    for r in eevdf_ratios(&rounds) {
+        let cells: Vec<String> = r["ratios"]
+            .as_array()
+            .expect("built as an array")
+            .iter()
+            .map(|c| {
+                let f = |k: &str| c[k].as_f64().unwrap_or(0.0);
+                format!("{} {:.2} [{:.2}-{:.2}]", c["policy"].as_str().unwrap_or(""), f("median"), f("min"), f("max"))
+            })
+            .collect();
+        println!("  {:<26} {}", r["scenario"].as_str().unwrap_or(""), cells.join("  "));
     }
     Ok(())
 }
 
+/// One scenario of one policy in a child process; its JSON row.
+fn run_child(exe: &std::path::Path, index: usize, policy: &str, quick: bool) -> Result<serde_json::Value, Failure> {
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["bench", "--one", &index.to_string(), "--policy", policy]);
+    if quick {
+        cmd.arg("--quick");
+    }
+    let out = cmd.output().map_err(|e| Failure::Run(format!("bench: {e}")))?;
+    if !out.status.success() {
+        return Err(Failure::Run(format!("bench scenario {index} failed: {}", String::from_utf8_lossy(&out.stderr))));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| Failure::Run(format!("bench scenario {index}: unreadable result: {e}")))
+}
+
+/// The median of the middle values (the lower middle of an even count).
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[(xs.len() - 1) / 2]
+}
+
+/// Cell `c` over the rounds: the round with the median wall time, with every
+/// round's wall time beside it (`wall_s_rounds`) and the largest peak memory.
+/// The rounds simulate the same run, so their digests must agree.
+fn median_row(rounds: &[Vec<serde_json::Value>], c: usize) -> serde_json::Value {
+    let walls: Vec<f64> = rounds.iter().map(|r| r[c]["wall_s"].as_f64().unwrap_or(0.0)).collect();
+    let mid = median(walls.clone());
+    let k = walls.iter().position(|&w| w == mid).expect("the median is one of the values");
+    let mut row = rounds[k][c].clone();
+    let peak = rounds.iter().map(|r| r[c]["peak_rss_mib"].as_f64().unwrap_or(0.0)).fold(0.0, f64::max);
+    row["peak_rss_mib"] = json!(peak);
+    row["wall_s_rounds"] = json!(walls);
+    let digests: Vec<&serde_json::Value> = rounds.iter().map(|r| &r[c]["digest"]).collect();
+    assert!(digests.windows(2).all(|w| w[0] == w[1]), "bench: one run gave two digests: {digests:?}");
+    row
+}
+
 /// Each EEVDF release's simulated messages per wall second over cfs@5.15's on the
-/// same scenario (the EEVDF issue asks for at least 0.85).
-fn eevdf_ratios(rows: &[serde_json::Value]) -> String {
-    let rate = |policy: &str, scenario: &str| {
+/// same scenario (the EEVDF issue asks for at least 0.85): the ratio is taken
+/// within each round, so both sides saw the machine in the same state, and the
+/// median and range of the rounds' ratios reported.
+fn eevdf_ratios(rounds: &[Vec<serde_json::Value>]) -> Vec<serde_json::Value> {
+    let rate = |rows: &[serde_json::Value], policy: &str, scenario: &str| {
         rows.iter().find(|r| r["policy"] == policy && r["scenario"] == scenario).and_then(|r| r["messages_per_s"].as_f64())
     };
-    let mut out = String::from("messages/s relative to cfs@5.15 on the same scenario:\n");
+    let mut out = Vec::new();
     for sc in SCENARIOS {
-        let Some(base) = rate("cfs@5.15", sc.name) else { continue };
-        let cells: Vec<String> = ["eevdf@6.6", "eevdf@6.12", "eevdf@6.18"]
-            .iter()
-            .filter_map(|p| rate(p, sc.name).map(|r| format!("{p} {:.2}", r / base)))
-            .collect();
-        out.push_str(&format!("  {:<26} {}\n", sc.name, cells.join("  ")));
+        let mut cells = Vec::new();
+        for p in ["eevdf@6.6", "eevdf@6.12", "eevdf@6.18"] {
+            let ratios: Vec<f64> =
+                rounds.iter().filter_map(|rows| Some(rate(rows, p, sc.name)? / rate(rows, "cfs@5.15", sc.name)?)).collect();
+            if ratios.is_empty() {
+                continue;
+            }
+            let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+            cells.push(json!({ "policy": p, "median": median(ratios.clone()), "min": lo, "max": hi, "rounds": ratios }));
+        }
+        out.push(json!({ "scenario": sc.name, "ratios": cells }));
     }
     out
 }
@@ -137,8 +195,13 @@ fn eevdf_ratios(rows: &[serde_json::Value]) -> String {
 fn text_row(r: &serde_json::Value) -> String {
     let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
     let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+    // The rounds' wall times around the median, as a percentage of it.
+    let walls: Vec<f64> =
+        r["wall_s_rounds"].as_array().map(|a| a.iter().filter_map(|w| w.as_f64()).collect()).unwrap_or_default();
+    let (lo, hi) = walls.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+    let spread = if walls.len() > 1 { format!("{:.0}%", (hi - lo) / f("wall_s") * 100.0) } else { "-".to_string() };
     format!(
-        "{:<26} {:<10} {:<12} {:>6} {:>6} {:>10} {:>7.3} {:>9.2} {:>8.2} {:>7.3} {:>12.3} {:>9.1}",
+        "{:<26} {:<10} {:<12} {:>6} {:>6} {:>10} {:>7.3} {:>7} {:>9.2} {:>8.2} {:>7.3} {:>12.3} {:>9.1}",
         s("scenario"),
         s("policy"),
         s("machine"),
@@ -146,6 +209,7 @@ fn text_row(r: &serde_json::Value) -> String {
         f("tasks"),
         f("events"),
         f("wall_s"),
+        spread,
         f("events_per_s") / 1e6,
         f("messages_per_s") / 1e6,
         f("sim_s"),

@@ -157,6 +157,10 @@ pub enum Command {
         /// Smaller scenarios (for a smoke test).
         #[arg(long)]
         quick: bool,
+        /// Rounds: each runs every scenario once (interleaved, so the machine's
+        /// drift touches every row alike); the median round is shown.
+        #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>, default_value_t = 3)]
+        repeat: usize,
         /// Run only scenario N in this process (used by bench itself).
         #[arg(long, allow_negative_numbers = true, value_parser = whole::<usize>, hide = true)]
         one: Option<usize>,

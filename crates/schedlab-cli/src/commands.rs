@@ -27,7 +27,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::TraceSummary { traces, comm } => crate::trace_summary::run(&traces, comm.as_deref()),
         Command::Swarm { seed, scenarios, jobs } => crate::swarm::run(seed, scenarios, schedlab_spec::parallel::threads(jobs)?),
-        Command::Bench { quick, one: None, format, .. } => crate::bench::run(quick, format == Format::Json),
+        Command::Bench { quick, one: None, format, repeat, .. } => crate::bench::run(quick, format == Format::Json, repeat),
         Command::Bench { quick, one: Some(i), policy, .. } => crate::bench::run_one(i, &policy, quick),
         Command::Real { workload, runs, cpus, timeout_s, format, in_process } => {
             crate::validate::real_cmd(&workload, runs, cpus.as_deref(), timeout_s, format == Format::Json, in_process)

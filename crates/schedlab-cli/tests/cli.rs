@@ -472,11 +472,12 @@ fn trace_marks_softirq_balancing_and_hardirq_timer_wakeups() {
 }
 
 /// `bench --format json`: one row per scenario and policy with the speed figures
-/// and the peak memory, the 10 000-task scenario among them. (Speed is measured by
-/// the benchmark itself, never asserted here.)
+/// and the peak memory, the 10 000-task scenario among them; with two rounds, each
+/// row's wall time is one of its rounds' and every EEVDF ratio lies within its
+/// rounds' range. (Speed is measured by the benchmark itself, never asserted here.)
 #[test]
 fn bench_json_reports_every_scenario() {
-    let o = schedlab(&["bench", "--quick", "--format", "json"]);
+    let o = schedlab(&["bench", "--quick", "--repeat", "2", "--format", "json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
     let rows = v["rows"].as_array().unwrap();
@@ -487,6 +488,24 @@ fn bench_json_reports_every_scenario() {
         }
     }
     assert!(rows.iter().any(|r| r["tasks"].as_u64() == Some(10_001)), "the 10 000-task scenario (and its main task)");
+    for r in rows {
+        let rounds: Vec<f64> = r["wall_s_rounds"].as_array().unwrap().iter().map(|w| w.as_f64().unwrap()).collect();
+        assert_eq!(rounds.len(), 2, "{r}");
+        assert!(rounds.contains(&r["wall_s"].as_f64().unwrap()), "{r}");
+    }
+    let ratios = v["eevdf_ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 4);
+    for sc in ratios {
+        let cells = sc["ratios"].as_array().unwrap();
+        assert_eq!(cells.len(), 3, "{sc}");
+        for c in cells {
+            let f = |k: &str| c[k].as_f64().unwrap();
+            assert!(f("min") > 0.0 && f("min") <= f("median") && f("median") <= f("max"), "{c}");
+        }
+    }
+    let o = schedlab(&["bench", "--quick", "--repeat", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("repeat") && stdout(&o).is_empty(), "{}", stderr(&o));
 }
 
 /// Every output path is checked before the run: a directory, a device, a FIFO, a

@@ -67,9 +67,20 @@ impl CpuSet {
     }
 
     /// Members from `start` upwards, then from 0 up to `start`: the kernel's
-    /// `for_each_cpu_wrap(cpu, mask, start)` order.
-    pub fn iter_wrap(&self, start: usize) -> impl Iterator<Item = usize> + '_ {
-        self.iter().filter(move |&c| c >= start).chain(self.iter().filter(move |&c| c < start))
+    /// `for_each_cpu_wrap(cpu, mask, start)` order. Walks the words from
+    /// `start`'s onwards and round to it again, each word once (twice for
+    /// `start`'s own: its high bits first, its low bits last).
+    pub fn iter_wrap(&self, start: usize) -> WrapIter<'_> {
+        let n = self.words.len();
+        // A start beyond the set: nothing at or above it, all of it below.
+        let (first, bit) = if start / 64 < n { (start / 64, start % 64) } else { (0, 0) };
+        WrapIter { words: &self.words, first, bit, k: 0, word: self.words[first] & (!0u64 << bit) }
+    }
+
+    /// `cpumask_copy(self, other)`, reusing this set's storage.
+    pub fn copy_from(&mut self, other: &CpuSet) {
+        self.words.clear();
+        self.words.extend_from_slice(&other.words);
     }
 
     /// `cpumask_or(self, self, other)`.
@@ -128,6 +139,38 @@ impl CpuSet {
     }
 }
 
+/// [`CpuSet::iter_wrap`]'s walk: word `first + k` (mod the word count) for k
+/// from 0 to the count, the first word's bits from `bit` up and, at k equal to
+/// the count, its bits below `bit`.
+pub struct WrapIter<'a> {
+    words: &'a [u64],
+    first: usize,
+    bit: usize,
+    k: usize,
+    /// What is left of the current word.
+    word: u64,
+}
+
+impl Iterator for WrapIter<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        let n = self.words.len();
+        while self.word == 0 {
+            if self.k == n {
+                return None;
+            }
+            self.k += 1;
+            let w = self.words[(self.first + self.k) % n];
+            self.word = if self.k == n { w & (1u64 << self.bit).wrapping_sub(1) } else { w };
+        }
+        let b = self.word.trailing_zeros() as usize;
+        self.word &= self.word - 1;
+        Some((self.first + self.k) % n * 64 + b)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +188,12 @@ mod tests {
         assert_eq!(s.to_list(), "1-3,64");
         assert_eq!(s.count(), 4);
         assert_eq!(s.iter_wrap(3).collect::<Vec<_>>(), vec![3, 64, 1, 2]);
+        // Every start, inside a word, on a word boundary and past the end: the
+        // members at or above it, then those below, each once.
+        for start in 0..200 {
+            let want: Vec<usize> = s.iter().filter(|&c| c >= start).chain(s.iter().filter(|&c| c < start)).collect();
+            assert_eq!(s.iter_wrap(start).collect::<Vec<_>>(), want, "start {start}");
+        }
         let mut t = CpuSet::new(130);
         t.set(5);
         assert!(!t.is_subset(&s));

@@ -431,6 +431,11 @@ impl System {
         self.cpu_state[cpu]
     }
 
+    /// The states of CPUs `cpus`, for a scan that walks a range of them.
+    pub fn cpu_states(&self, cpus: std::ops::Range<usize>) -> &[CpuState] {
+        &self.cpu_state[cpus]
+    }
+
     /// The task running on `cpu` (`rq->curr`), None for the idle task.
     pub fn curr(&self, cpu: usize) -> Option<TaskId> {
         self.curr[cpu]

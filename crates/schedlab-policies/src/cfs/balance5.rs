@@ -10,7 +10,7 @@
 //! holds what v5.5 replaced. Line numbers are fair.c of v5.10 / v5.15.
 
 use schedlab_core::cpuset::CpuSet;
-use schedlab_core::sched::System;
+use schedlab_core::sched::{CpuState, System};
 use schedlab_core::task::TaskId;
 
 use super::balance::IdleType;
@@ -170,26 +170,39 @@ impl Cfs {
     /// `update_sg_lb_stats()` (v5.10 L8377; v5.15 L8605). Sets `overload` when a
     /// CPU has more than one task. v6.18 counts runnable tasks (`h_nr_runnable`).
     fn sg_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool) -> Sg5 {
-        let span = &g.span;
         let mut s = Sg5::empty(gi, g.weight, g.capacity);
-        // The tests are summed rather than branched on: a thousand-CPU scan of
-        // runqueues holding 0, 1 or 2 tasks would mispredict them at random.
-        let mut overloaded = false;
-        for i in span.iter() {
-            s.group_load += self.cpu_load(i);
-            s.group_util += self.cpu_util(i);
-            s.group_runnable += self.cpu_runnable(i);
-            let nr = self.h_nr_runnable(i) as u64;
-            s.sum_nr_running += nr;
-            overloaded |= nr > 1;
-            s.idle_cpus += u64::from((nr == 0) & self.idle_cpu(sys, i));
-        }
+        let overloaded = self.sum_cpus5(sys, &g.span_runs, &mut s);
         *overload |= overloaded;
         s.group_type = group_classify(pct, &s);
         if s.group_type == GroupType::Overloaded {
             s.avg_load = s.group_load * SCALE / s.group_capacity;
         }
         s
+    }
+
+    /// The per-CPU sums of `update_sg_lb_stats()` over the runs of CPUs `runs`;
+    /// whether one of them has more than one task. The tests are summed rather
+    /// than branched on: a thousand-CPU scan of runqueues holding 0, 1 or 2
+    /// tasks would mispredict them at random.
+    fn sum_cpus5(&self, sys: &System, runs: &[std::ops::Range<usize>], s: &mut Sg5) -> bool {
+        let mut overloaded = false;
+        for run in runs {
+            #[cfg(debug_assertions)]
+            run.clone().for_each(|i| self.debug_check_scan_row(i));
+            let rows = &self.scan.rows[run.clone()];
+            for (row, &state) in rows.iter().zip(sys.cpu_states(run.clone())) {
+                s.group_load += row.load_avg;
+                s.group_util += row.util;
+                s.group_runnable += row.runnable_avg;
+                let nr = u64::from(row.nr_runnable);
+                s.sum_nr_running += nr;
+                overloaded |= nr > 1;
+                // idle_cpu() (then nr is 0 too): nothing queued at all, delayed
+                // tasks included.
+                s.idle_cpus += u64::from((row.h_nr_running == 0) & (state == CpuState::Idle));
+            }
+        }
+        overloaded
     }
 
     /// `update_sd_pick_busiest()` (v5.10 L8465): should `sg` replace `busiest`?
@@ -233,6 +246,7 @@ impl Cfs {
             return (0, false);
         }
         // update_sd_lb_stats() (v5.10 L8991).
+        self.scan_rows_refresh();
         let mut overload = false;
         let mut local: Option<Sg5> = None;
         let mut busiest: Option<Sg5> = None;
@@ -512,21 +526,24 @@ impl Cfs {
     /// gone (`task_running_on_cpu()`).
     /// `p_h_load` is `task_h_load(p)`, what `cpu_load_without()` takes off.
     fn sg_wakeup_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId, p_h_load: u64) -> Sg5 {
-        let span = &g.span;
         let mut s = Sg5::empty(gi, g.weight, g.capacity);
         s.group_weight = 0;
         let p_cpu = (self.se[p].on_rq).then_some(sys.tasks[p].cpu);
-        for i in span.iter().filter(|&i| sys.tasks[p].can_run_on(i)) {
+        let avg = &self.se[p].avg;
+        for i in g.span_runs.iter().flat_map(|run| run.clone()).filter(|&i| sys.tasks[p].can_run_on(i)) {
+            #[cfg(debug_assertions)]
+            self.debug_check_scan_row(i);
+            let row = &self.scan.rows[i];
             s.group_weight += 1;
             let local = p_cpu == Some(i);
-            let avg = &self.se[p].avg;
             let without = |v: u64, mine: u64| if local { v.saturating_sub(mine) } else { v };
-            s.group_load += without(self.cpu_load(i), p_h_load);
-            s.group_util += without(self.cpu_util(i), avg.util_avg);
-            s.group_runnable += without(self.cpu_runnable(i), avg.runnable_load_avg);
-            let nr = self.h_nr_runnable(i) as u64 - u64::from(local);
+            s.group_load += without(row.load_avg, p_h_load);
+            s.group_util += without(row.util, avg.util_avg);
+            s.group_runnable += without(row.runnable_avg, avg.runnable_load_avg);
+            let nr = u64::from(row.nr_runnable) - u64::from(local);
             s.sum_nr_running += nr;
-            let idle = if local { sys.curr(i) == Some(p) } else { self.idle_cpu(sys, i) };
+            // idle_cpu_without(): idle_cpu(), or only p running here.
+            let idle = if local { sys.curr(i) == Some(p) } else { sys.cpu_idle(i) && row.h_nr_running == 0 };
             if nr == 0 && idle {
                 s.idle_cpus += 1;
             }
@@ -565,6 +582,7 @@ impl Cfs {
         let mut local: Option<Sg5> = None;
         let mut idlest: Option<(usize, Sg5)> = None;
         let mut scanned = 0u64;
+        self.scan_rows_refresh();
         let p_h_load = if self.se[p].on_rq {
             let jiffies = self.jiffies(sys.now_ns);
             self.task_h_load(p, jiffies)

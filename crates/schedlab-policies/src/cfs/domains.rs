@@ -266,6 +266,11 @@ pub struct SchedGroup {
     pub balance_cpu: usize,
     /// CPUs in the span (`group_weight`), counted once when built.
     pub weight: u64,
+    /// The span as runs of consecutive CPUs, in order (an LLC whose SMT
+    /// siblings are numbered half the machine apart is two runs), so the
+    /// balancer's scans walk slices instead of a thousand-bit mask. Same CPUs,
+    /// same order.
+    pub span_runs: Box<[std::ops::Range<usize>]>,
 }
 
 /// One scheduling domain of one CPU, as `sd_init()` creates it and `cpu_attach_domain()`
@@ -686,7 +691,14 @@ fn make_group(span: Arc<CpuSet>, balance: &CpuSet, caps: &[u64]) -> SchedGroup {
     let capacity = span.iter().map(|c| caps[c]).sum();
     let balance_cpu = balance.next_from(0).or_else(|| span.next_from(0)).unwrap_or(0);
     let weight = span.count() as u64;
-    SchedGroup { span, capacity, balance_cpu, weight }
+    let mut span_runs: Vec<std::ops::Range<usize>> = Vec::new();
+    for c in span.iter() {
+        match span_runs.last_mut() {
+            Some(run) if run.end == c => run.end += 1,
+            _ => span_runs.push(c..c + 1),
+        }
+    }
+    SchedGroup { span, capacity, balance_cpu, weight, span_runs: span_runs.into_boxed_slice() }
 }
 
 /// `sd_degenerate()`: a domain of one CPU, or one whose only group makes its

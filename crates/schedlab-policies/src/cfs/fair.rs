@@ -226,6 +226,11 @@ pub struct Cfs {
     /// Per LLC: `sd_llc_shared->nr_idle_scan` (SIS_UTIL), 0 until the first
     /// periodic balance at the LLC level sets it.
     pub nr_idle_scan: Vec<u64>,
+    /// `select_idle_cpu()`'s per-call copy of the LLC span (the kernel's per-CPU
+    /// `select_rq_mask`), kept here so a wakeup does not allocate one.
+    pub sis_cpus: schedlab_core::cpuset::CpuSet,
+    /// The balancer's dense copy of each root runqueue's scanned fields.
+    pub scan: super::scan::ScanRows,
     /// Per LLC: STEAL's `cfs_overload_cpus`.
     pub overload_cpus: Vec<schedlab_core::cpuset::CpuSet>,
     /// `rd->overload`.
@@ -306,6 +311,8 @@ impl Cfs {
             has_idle_cores: Vec::new(),
             avg_scan_cost_ns: Vec::new(),
             nr_idle_scan: Vec::new(),
+            sis_cpus: schedlab_core::cpuset::CpuSet::default(),
+            scan: super::scan::ScanRows::default(),
             overload_cpus: Vec::new(),
             rd_overload: false,
             nohz_next_balance: 0,
@@ -746,12 +753,14 @@ impl Cfs {
             let key = self.se[p].mru_key;
             self.rq[cpu].cfs.cfs_tasks.remove(&key);
             self.rq[cpu].nr_delayed += 1;
+            self.scan.mark(cpu);
             self.nr_total -= 1;
             return;
         }
         if kind == DequeueKind::Delayed {
             // Already out of the runnable count since its dequeue was delayed.
             self.rq[cpu].nr_delayed -= 1;
+            self.scan.mark(cpu);
         } else {
             self.nr_total -= 1;
         }
@@ -1245,6 +1254,7 @@ impl Cfs {
                 nr_delayed: 0,
             })
             .collect();
+        self.scan = super::scan::ScanRows::new(n);
     }
 }
 
@@ -1343,6 +1353,7 @@ impl SchedClass for Cfs {
             // ttwu_runnable() → enqueue_task(ENQUEUE_DELAYED): requeue_delayed_entity().
             self.requeue_delayed_entity(q, cpu, Ent::Task(p));
             self.rq[cpu].nr_delayed -= 1;
+            self.scan.mark(cpu);
             self.nr_total += 1;
             self.mru_touch(cpu, p);
             self.flush_resched(sys);

@@ -84,8 +84,11 @@ impl Cfs {
         }
     }
 
+    #[inline(always)]
     pub fn cfs_mut(&mut self, q: usize, cpu: usize) -> &mut CfsRq {
         if q == 0 {
+            // The balancer's scan row of this CPU may go stale.
+            self.scan.mark(cpu);
             &mut self.rq[cpu].cfs
         } else {
             &mut self.tg[q].cfs_rq[cpu]

@@ -4,7 +4,8 @@
 //! `fair` (entity timing, runqueues, the class hooks), `select` (wakeup and fork
 //! placement), `balance` (idle and periodic load balancing, NOHZ, and the STEAL
 //! feature), `balance3` (v3.0's balancer on instantaneous weights), `balance5`
-//! (the v5.x rework), `features` (features.h), `sysctl` (tunables).
+//! (the v5.x rework), `features` (features.h), `sysctl` (tunables); `scan` is
+//! the simulator's dense copy of what the balancer's group scans read.
 
 pub mod balance;
 pub mod balance3;
@@ -15,6 +16,7 @@ pub mod fair;
 pub mod features;
 pub mod group;
 pub mod pelt;
+pub mod scan;
 pub mod select;
 pub mod sysctl;
 pub mod weights;

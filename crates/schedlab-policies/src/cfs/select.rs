@@ -293,7 +293,6 @@ impl Cfs {
         has_idle_core: bool,
     ) -> Option<usize> {
         let this_llc = self.llc_id(this_cpu);
-        let span = self.doms[target].domains[llc].span.clone();
         let mut nr = u64::MAX;
         if self.version.eevdf() && self.feat.sis_util {
             // SIS_UTIL (v6.0+, `select_idle_cpu()` v6.12 L7720): at most
@@ -311,15 +310,22 @@ impl Cfs {
                 rq.wake_avg_idle_ns >>= 1;
             }
             let avg_cost = self.avg_scan_cost_ns[this_llc] + 1;
-            let span_avg = span.count() as u64 * self.rq[this_cpu].wake_avg_idle_ns;
+            let span_avg = self.doms[target].domains[llc].span_weight as u64 * self.rq[this_cpu].wake_avg_idle_ns;
             nr = if span_avg > 4 * avg_cost { span_avg / avg_cost } else { 4 };
         }
-        let mut cpus = span.clone();
-        let mut idle_cpu = None;
+        let span = &self.doms[target].domains[llc].span;
+        // The kernel's copy of the span, from which select_idle_core() clears
+        // each core's threads as it goes; kept between calls, so it allocates
+        // once.
+        let mut cpus = std::mem::take(&mut self.sis_cpus);
+        if has_idle_core {
+            cpus.copy_from(span);
+        }
+        let (mut idle_cpu, mut idle_core, mut out_of_budget) = (None, None, false);
         let mut scanned = 0u64;
         let start = (target + 1) % sys.ncpus();
         for cpu in span.iter_wrap(start) {
-            if !cpus.contains(cpu) || !sys.tasks[p].can_run_on(cpu) {
+            if (has_idle_core && !cpus.contains(cpu)) || !sys.tasks[p].can_run_on(cpu) {
                 continue;
             }
             if has_idle_core {
@@ -345,14 +351,14 @@ impl Cfs {
                     }
                 }
                 if idle {
-                    sys.charge_search(this_cpu, scanned, 0, 0);
-                    return Some(cpu);
+                    idle_core = Some(cpu);
+                    break;
                 }
             } else {
                 nr -= 1;
                 if nr == 0 {
-                    sys.charge_search(this_cpu, scanned, 0, 0);
-                    return None;
+                    out_of_budget = true;
+                    break;
                 }
                 scanned += 1;
                 if self.available_idle_cpu(sys, cpu) {
@@ -361,7 +367,12 @@ impl Cfs {
                 }
             }
         }
+        self.sis_cpus = cpus;
         sys.charge_search(this_cpu, scanned, 0, 0);
+        // A whole idle core, or out of budget: neither updates the hints.
+        if idle_core.is_some() || out_of_budget {
+            return idle_core;
+        }
         if has_idle_core {
             let id = self.llc_id(target);
             self.has_idle_cores[id] = false;
