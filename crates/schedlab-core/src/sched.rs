@@ -432,6 +432,7 @@ impl System {
     }
 
     /// The states of CPUs `cpus`, for a scan that walks a range of them.
+    #[inline]
     pub fn cpu_states(&self, cpus: std::ops::Range<usize>) -> &[CpuState] {
         &self.cpu_state[cpus]
     }

@@ -181,28 +181,29 @@ impl Cfs {
     }
 
     /// The per-CPU sums of `update_sg_lb_stats()` over the runs of CPUs `runs`;
-    /// whether one of them has more than one task. The tests are summed rather
-    /// than branched on: a thousand-CPU scan of runqueues holding 0, 1 or 2
-    /// tasks would mispredict them at random.
+    /// whether one of them has more than one task. Each sum is a loop of its
+    /// own over consecutive words, without a branch, which the compiler turns
+    /// into vector adds: a thousand-CPU machine's newly idle passes make this
+    /// the simulator's hottest loop.
     fn sum_cpus5(&self, sys: &System, runs: &[std::ops::Range<usize>], s: &mut Sg5) -> bool {
-        let mut overloaded = false;
+        let scan = &self.scan;
+        let mut max_nr = 0;
         for run in runs {
             #[cfg(debug_assertions)]
             run.clone().for_each(|i| self.debug_check_scan_row(i));
-            let rows = &self.scan.rows[run.clone()];
-            for (row, &state) in rows.iter().zip(sys.cpu_states(run.clone())) {
-                s.group_load += row.load_avg;
-                s.group_util += row.util;
-                s.group_runnable += row.runnable_avg;
-                let nr = u64::from(row.nr_runnable);
-                s.sum_nr_running += nr;
-                overloaded |= nr > 1;
-                // idle_cpu() (then nr is 0 too): nothing queued at all, delayed
-                // tasks included.
-                s.idle_cpus += u64::from((row.h_nr_running == 0) & (state == CpuState::Idle));
-            }
+            let r = run.clone();
+            s.group_load += scan.load_avg[r.clone()].iter().sum::<u64>();
+            s.group_util += scan.util[r.clone()].iter().sum::<u64>();
+            s.group_runnable += scan.runnable_avg[r.clone()].iter().sum::<u64>();
+            let nr = &scan.nr_runnable[r.clone()];
+            s.sum_nr_running += nr.iter().map(|&n| u64::from(n)).sum::<u64>();
+            max_nr = nr.iter().fold(max_nr, |m, &n| m.max(n));
+            // idle_cpu() (nr is then 0 too): nothing queued at all, delayed tasks
+            // included, and the CPU idle.
+            let idle = scan.h_nr_running[r.clone()].iter().zip(sys.cpu_states(r));
+            s.idle_cpus += idle.map(|(&h, &state)| u64::from((h == 0) & (state == CpuState::Idle))).sum::<u64>();
         }
-        overloaded
+        max_nr > 1
     }
 
     /// `update_sd_pick_busiest()` (v5.10 L8465): should `sg` replace `busiest`?
@@ -533,7 +534,7 @@ impl Cfs {
         for i in g.span_runs.iter().flat_map(|run| run.clone()).filter(|&i| sys.tasks[p].can_run_on(i)) {
             #[cfg(debug_assertions)]
             self.debug_check_scan_row(i);
-            let row = &self.scan.rows[i];
+            let row = self.scan.row(i);
             s.group_weight += 1;
             let local = p_cpu == Some(i);
             let without = |v: u64, mine: u64| if local { v.saturating_sub(mine) } else { v };

@@ -269,8 +269,8 @@ pub struct SchedGroup {
     /// The span as runs of consecutive CPUs, in order (an LLC whose SMT
     /// siblings are numbered half the machine apart is two runs), so the
     /// balancer's scans walk slices instead of a thousand-bit mask. Same CPUs,
-    /// same order.
-    pub span_runs: Box<[std::ops::Range<usize>]>,
+    /// same order. Shared, like the span, by the CPUs that list the group.
+    pub span_runs: Arc<[std::ops::Range<usize>]>,
 }
 
 /// One scheduling domain of one CPU, as `sd_init()` creates it and `cpu_attach_domain()`
@@ -698,7 +698,7 @@ fn make_group(span: Arc<CpuSet>, balance: &CpuSet, caps: &[u64]) -> SchedGroup {
             _ => span_runs.push(c..c + 1),
         }
     }
-    SchedGroup { span, capacity, balance_cpu, weight, span_runs: span_runs.into_boxed_slice() }
+    SchedGroup { span, capacity, balance_cpu, weight, span_runs: span_runs.into() }
 }
 
 /// `sd_degenerate()`: a domain of one CPU, or one whose only group makes its

@@ -4,8 +4,9 @@
 //! balanced: from v5.16 newly idle balancing runs whenever the CPU's average
 //! idle time exceeds the domain's measured cost, so on a thousand-CPU machine the
 //! simulator walks tens of millions of runqueues a simulated second. Each walk
-//! read five fields spread over each CPU's large `Rq`; here they sit in 32 bytes,
-//! two CPUs to a cache line. This is the simulator's own bookkeeping, not a
+//! read five fields spread over each CPU's large `Rq`; here each field has an
+//! array of its own, so a scan sums consecutive words (and the compiler can do
+//! it several CPUs at a time). This is the simulator's own bookkeeping, not a
 //! kernel structure: the kernel reads the runqueues themselves, and so do the
 //! scans' results (debug builds check every row against its runqueue).
 //!
@@ -47,10 +48,14 @@ impl ScanRow {
     }
 }
 
-/// The rows, and which of them are stale.
+/// The rows, one array per field, and which of them are stale.
 #[derive(Clone, Debug, Default)]
 pub struct ScanRows {
-    pub rows: Vec<ScanRow>,
+    pub load_avg: Vec<u64>,
+    pub util: Vec<u64>,
+    pub runnable_avg: Vec<u64>,
+    pub h_nr_running: Vec<u32>,
+    pub nr_runnable: Vec<u32>,
     stale: Vec<bool>,
     /// The CPUs marked stale since the last refresh, each once.
     stale_list: Vec<usize>,
@@ -59,7 +64,15 @@ pub struct ScanRows {
 impl ScanRows {
     /// Rows for `ncpus` CPUs, all stale.
     pub fn new(ncpus: usize) -> ScanRows {
-        ScanRows { rows: vec![ScanRow::default(); ncpus], stale: vec![true; ncpus], stale_list: (0..ncpus).collect() }
+        ScanRows {
+            load_avg: vec![0; ncpus],
+            util: vec![0; ncpus],
+            runnable_avg: vec![0; ncpus],
+            h_nr_running: vec![0; ncpus],
+            nr_runnable: vec![0; ncpus],
+            stale: vec![true; ncpus],
+            stale_list: (0..ncpus).collect(),
+        }
     }
 
     /// `cpu`'s root cfs_rq may have changed.
@@ -70,24 +83,45 @@ impl ScanRows {
             self.stale_list.push(cpu);
         }
     }
+
+    /// CPU `cpu`'s row.
+    #[inline]
+    pub fn row(&self, cpu: usize) -> ScanRow {
+        ScanRow {
+            load_avg: self.load_avg[cpu],
+            util: self.util[cpu],
+            runnable_avg: self.runnable_avg[cpu],
+            h_nr_running: self.h_nr_running[cpu],
+            nr_runnable: self.nr_runnable[cpu],
+        }
+    }
+
+    fn set(&mut self, cpu: usize, row: ScanRow) {
+        self.load_avg[cpu] = row.load_avg;
+        self.util[cpu] = row.util;
+        self.runnable_avg[cpu] = row.runnable_avg;
+        self.h_nr_running[cpu] = row.h_nr_running;
+        self.nr_runnable[cpu] = row.nr_runnable;
+    }
 }
 
 impl Cfs {
     /// Rewrites every stale row from its runqueue.
     pub fn scan_rows_refresh(&mut self) {
-        let scan = &mut self.scan;
-        for &cpu in &scan.stale_list {
-            scan.rows[cpu] = ScanRow::of(&self.rq[cpu], self.version);
-            scan.stale[cpu] = false;
+        let mut stale = std::mem::take(&mut self.scan.stale_list);
+        for &cpu in &stale {
+            self.scan.set(cpu, ScanRow::of(&self.rq[cpu], self.version));
+            self.scan.stale[cpu] = false;
         }
-        scan.stale_list.clear();
+        stale.clear();
+        self.scan.stale_list = stale;
     }
 
     /// Debug builds: a fresh row agrees with its runqueue.
     #[cfg(debug_assertions)]
     pub(crate) fn debug_check_scan_row(&self, cpu: usize) {
         debug_assert_eq!(
-            self.scan.rows[cpu],
+            self.scan.row(cpu),
             ScanRow::of(&self.rq[cpu], self.version),
             "the balancer's scan row of CPU {cpu} is stale: a root cfs_rq change did not mark it"
         );
