@@ -13,12 +13,15 @@
  *           blocks, wakes it, and wakes the wakee at once.
  *
  * Before each wakeup the waker spins --spin US, then sleeps --sleep US (timer
- * slack 1 ns with --exact-sleep, else the default 50 us). CPU-bound hogs can
+ * slack 1 ns with --exact-sleep, else the default 50 us); with --sleep-odd US
+ * it sleeps that instead in odd rounds, and the steady mode counts odd and even
+ * rounds apart (whether the last idle stretch or an average over several
+ * decides). CPU-bound hogs can
  * hold the wakee's previous CPU 1 (--hog-prev) or the waker's CPU 0
  * (--hog-waker).
  *
  *   cc -O2 -o /tmp/pull tools/host-wake-pull/pull.c
- *   /tmp/pull ROUNDS [--sleep US] [--spin US] [--exact-sleep] [--hog-prev]
+ *   /tmp/pull ROUNDS [--sleep US] [--sleep-odd US] [--spin US] [--exact-sleep] [--hog-prev]
  *             [--hog-waker] [--fresh | --woken-by-third | --woken-by-wakee]
  *
  * Seconds at most; hogs are killed and every child reaped before it exits (run it
@@ -171,11 +174,13 @@ static int fresh_round(enum mode mode, int spin, int sleep)
 
 int main(int argc, char **argv)
 {
-	int rounds = argc > 1 ? atoi(argv[1]) : 0, spin = 0, sleep = 0, hog_prev = 0, hog_waker = 0;
+	int rounds = argc > 1 ? atoi(argv[1]) : 0, spin = 0, sleep = 0, sleep_odd = -1, hog_prev = 0, hog_waker = 0;
 	enum mode mode = STEADY;
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--sleep") && i + 1 < argc)
 			sleep = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--sleep-odd") && i + 1 < argc)
+			sleep_odd = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			spin = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--exact-sleep"))
@@ -195,8 +200,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (sleep_odd < 0)
+		sleep_odd = sleep;
 	if (rounds < 1 || spin < 0 || sleep < 0) {
-		fprintf(stderr, "usage: %s ROUNDS [--sleep US] [--spin US] [--exact-sleep] [--hog-prev] [--hog-waker]"
+		fprintf(stderr, "usage: %s ROUNDS [--sleep US] [--sleep-odd US] [--spin US] [--exact-sleep] [--hog-prev] [--hog-waker]"
 				" [--fresh | --woken-by-third | --woken-by-wakee]\n", argv[0]);
 		return 2;
 	}
@@ -205,7 +212,7 @@ int main(int argc, char **argv)
 	int on_waker = 0;
 	if (mode != STEADY) {
 		for (int r = 0; r < rounds; r++)
-			on_waker += fresh_round(mode, spin, sleep);
+			on_waker += fresh_round(mode, spin, r % 2 ? sleep_odd : sleep);
 	} else {
 		int p[3][2]; /* to the wakee, to the waker, result */
 		pipes(3, p);
@@ -213,26 +220,30 @@ int main(int argc, char **argv)
 		if (wakee < 0)
 			die("fork");
 		if (wakee == 0) {
-			int n = 0;
+			int n[2] = {0, 0}; /* even, odd rounds */
 			for (int r = 0; r < rounds; r++) {
 				allow(2); /* back to CPU 1: its previous CPU */
 				allow(3);
 				get(p[0][0]);
-				n += sched_getcpu() == 0;
+				n[r % 2] += sched_getcpu() == 0;
 				put(p[1][1]);
 			}
-			if (write(p[2][1], &n, sizeof(n)) != sizeof(n))
+			if (write(p[2][1], n, sizeof(n)) != sizeof(n))
 				_exit(1);
 			_exit(0);
 		}
 		usleep(20000);
 		for (int r = 0; r < rounds; r++) {
-			gap(spin, sleep);
+			gap(spin, r % 2 ? sleep_odd : sleep);
 			put(p[0][1]);
 			get(p[1][0]);
 		}
-		if (read(p[2][0], &on_waker, sizeof(on_waker)) != sizeof(on_waker))
+		int n[2];
+		if (read(p[2][0], n, sizeof(n)) != sizeof(n))
 			die("read");
+		on_waker = n[0] + n[1];
+		printf("even rounds (sleep %d us) %d of %d on CPU 0, odd rounds (sleep %d us) %d of %d\n", sleep, n[0],
+		       (rounds + 1) / 2, sleep_odd, n[1], rounds / 2);
 		waitpid(wakee, NULL, 0);
 		closes(3, p);
 	}

@@ -74,7 +74,7 @@ impl CpuSet {
         let n = self.words.len();
         // A start beyond the set: nothing at or above it, all of it below.
         let (first, bit) = if start / 64 < n { (start / 64, start % 64) } else { (0, 0) };
-        WrapIter { words: &self.words, first, bit, k: 0, word: self.words[first] & (!0u64 << bit) }
+        WrapIter { words: &self.words, bit, k: 0, wi: first, word: self.words[first] & (!0u64 << bit) }
     }
 
     /// `cpumask_copy(self, other)`, reusing this set's storage.
@@ -144,9 +144,10 @@ impl CpuSet {
 /// the count, its bits below `bit`.
 pub struct WrapIter<'a> {
     words: &'a [u64],
-    first: usize,
     bit: usize,
     k: usize,
+    /// The current word's index (`first + k` wrapped, kept without a division).
+    wi: usize,
     /// What is left of the current word.
     word: u64,
 }
@@ -162,12 +163,16 @@ impl Iterator for WrapIter<'_> {
                 return None;
             }
             self.k += 1;
-            let w = self.words[(self.first + self.k) % n];
+            self.wi += 1;
+            if self.wi == n {
+                self.wi = 0;
+            }
+            let w = self.words[self.wi];
             self.word = if self.k == n { w & (1u64 << self.bit).wrapping_sub(1) } else { w };
         }
         let b = self.word.trailing_zeros() as usize;
         self.word &= self.word - 1;
-        Some((self.first + self.k) % n * 64 + b)
+        Some(self.wi * 64 + b)
     }
 }
 
