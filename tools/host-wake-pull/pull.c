@@ -16,12 +16,14 @@
  * slack 1 ns with --exact-sleep, else the default 50 us); with --sleep-odd US
  * it sleeps that instead in odd rounds, and the steady mode counts odd and even
  * rounds apart (whether the last idle stretch or an average over several
- * decides). CPU-bound hogs can
+ * decides). With --settle-spin the fresh modes' 100 us wait for the wakee to
+ * block is spun instead of slept, so that the waker's vCPU idles only in the
+ * gap. CPU-bound hogs can
  * hold the wakee's previous CPU 1 (--hog-prev) or the waker's CPU 0
  * (--hog-waker).
  *
  *   cc -O2 -o /tmp/pull tools/host-wake-pull/pull.c
- *   /tmp/pull ROUNDS [--sleep US] [--sleep-odd US] [--spin US] [--exact-sleep] [--hog-prev]
+ *   /tmp/pull ROUNDS [--sleep US] [--sleep-odd US] [--spin US] [--exact-sleep] [--settle-spin] [--hog-prev]
  *             [--hog-waker] [--fresh | --woken-by-third | --woken-by-wakee]
  *
  * Seconds at most; hogs are killed and every child reaped before it exits (run it
@@ -118,6 +120,16 @@ static void gap(int spin, int sleep)
 }
 
 /* One round with a new wakee: 1 if it woke on CPU 0. */
+static int settle_spin;
+
+static void settle(void)
+{
+	if (settle_spin)
+		spin_us(100);
+	else
+		usleep(100);
+}
+
 static int fresh_round(enum mode mode, int spin, int sleep)
 {
 	int p[4][2]; /* ready, wake, result, kick */
@@ -147,7 +159,7 @@ static int fresh_round(enum mode mode, int spin, int sleep)
 		get(p[3][0]);
 	} else {
 		get(p[0][0]);
-		usleep(100); /* the wakee blocks */
+		settle(); /* the wakee blocks */
 		if (mode == WOKEN_BY_THIRD) {
 			third = fork();
 			if (third < 0)
@@ -183,6 +195,8 @@ int main(int argc, char **argv)
 			sleep_odd = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			spin = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--settle-spin"))
+			settle_spin = 1;
 		else if (!strcmp(argv[i], "--exact-sleep"))
 			prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 		else if (!strcmp(argv[i], "--hog-prev"))
@@ -204,7 +218,7 @@ int main(int argc, char **argv)
 		sleep_odd = sleep;
 	if (rounds < 1 || spin < 0 || sleep < 0) {
 		fprintf(stderr, "usage: %s ROUNDS [--sleep US] [--sleep-odd US] [--spin US] [--exact-sleep] [--hog-prev] [--hog-waker]"
-				" [--fresh | --woken-by-third | --woken-by-wakee]\n", argv[0]);
+				" [--settle-spin] [--fresh | --woken-by-third | --woken-by-wakee]\n", argv[0]);
 		return 2;
 	}
 	pid_t h1 = hog_prev ? hog(2) : -1, h0 = hog_waker ? hog(1) : -1;
