@@ -183,8 +183,8 @@ impl Cfs {
     /// The per-CPU sums of `update_sg_lb_stats()` over the runs of CPUs `runs`;
     /// whether one of them has more than one task. Each sum is a loop of its
     /// own over consecutive words, without a branch, which the compiler turns
-    /// into vector adds: a thousand-CPU machine's newly idle passes make this
-    /// the simulator's hottest loop.
+    /// into vector adds: a thousand-CPU machine's newly idle passes run it for
+    /// tens of millions of CPUs a simulated second.
     fn sum_cpus5(&self, sys: &System, runs: &[std::ops::Range<usize>], s: &mut Sg5) -> bool {
         let scan = &self.scan;
         let mut max_nr = 0;
