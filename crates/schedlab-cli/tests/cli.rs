@@ -159,6 +159,9 @@ fn bad_input_fails_cleanly() {
         (vec!["--policy", "eevdf@6.12", "--sysctl", "sched_wakeup_granularity_ns=1"], "base_slice_ns"),
         (vec!["--policy", "eevdf@6.12", "--sysctl", "base_slice_ns=5"], "5"),
         (vec!["--workload", "stress-ng pipe=0"], "0"),
+        (vec!["--workload", "pull", "--topology", "1x1x1x1"], "2 CPUs"),
+        (vec!["--workload", "pull", "--topology", "kvm-2", "--policy", "ule@post"], "changes affinity"),
+        (vec!["--workload", "pull sleep_us=-5"], "-5"),
     ];
     for (extra, needle) in cases {
         let mut args = vec!["run", "--trace", trace.to_str().unwrap()];

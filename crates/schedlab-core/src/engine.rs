@@ -411,6 +411,9 @@ pub struct Engine {
     policy: Box<dyn SchedClass>,
     cfg: RunConfig,
     queue: EventQueue,
+    /// Per CPU: the CPU its last `cpumask_any_and_distribute()` chose
+    /// (`distribute_cpu_mask_prev`, 0 at boot).
+    distribute_prev: Vec<usize>,
     digest: Digest,
     exec: Vec<TaskExec>,
     cpu: Vec<CpuExec>,
@@ -542,6 +545,7 @@ impl Engine {
             policy,
             progress: None,
             queue: EventQueue::default(),
+            distribute_prev: vec![0; ncpus],
             digest: Digest::default(),
             exec: Vec::new(),
             cpu: vec![CpuExec::default(); ncpus],
@@ -771,7 +775,8 @@ impl Engine {
             weight: nice_to_weight(nice),
             state: TaskState::Sleeping,
             cpu,
-            allowed: None,
+            // fork() and clone() copy the parent's cpus_allowed.
+            allowed: parent.and_then(|pp| self.sys.tasks[pp].allowed.clone()),
             parent,
             group: parent.map_or(0, |pp| self.sys.tasks[pp].group),
             is_thread,
@@ -1479,6 +1484,7 @@ impl Engine {
                     let now = self.sys.now_ns + self.sys.pending_overhead_ns[cpu];
                     self.exec[p].last = LastResult::of(OpResult::Time(now));
                 }
+                Op::GetCpu => self.exec[p].last = LastResult::of(OpResult::Count(cpu as u32)),
                 &Op::Record { metric, value } => {
                     if self.window_start.is_some() && self.window_end.is_none() {
                         let h = self.metrics.entry(metric).or_insert_with(latency_histogram);
@@ -1554,6 +1560,38 @@ impl Engine {
         self.sys.charge(cpu, Charge::Sched, self.sys.cost.context_switch_ns);
         self.sys.stats[cpu].exec_pushes += 1;
         true
+    }
+
+    /// `sched_setaffinity()` of running task `p` on `cpu`, at the end of the
+    /// call's segment: the new mask; and when `cpu` is not in it,
+    /// `affine_move_task()` (kernel/sched/core.c, v5.15 to v6.18) has the
+    /// stopper preempt `p` and push it to `cpumask_any_and_distribute()`'s CPU:
+    /// the first allowed CPU after the one this CPU's last such call chose
+    /// (`distribute_cpu_mask_prev`), wrapping. The call returns on that CPU. The
+    /// stopper's run costs `cpu` one more context switch, as at exec.
+    fn set_affinity(&mut self, cpu: usize, p: TaskId, cpus: CpuSet) {
+        let ncpus = self.sys.ncpus();
+        let allowed: Vec<usize> = cpus.iter().filter(|&c| c < ncpus).collect();
+        if allowed.is_empty() {
+            // The kernel refuses an empty or offline mask (EINVAL): nothing changes.
+            self.violation(format!("task {p} asked for an affinity mask with no CPU of this machine"));
+            return;
+        }
+        self.sys.tasks[p].allowed = if allowed.len() == ncpus { None } else { Some(cpus) };
+        if self.sys.tasks[p].can_run_on(cpu) {
+            return;
+        }
+        if !self.policy.pushes_running_tasks() {
+            self.violation(format!("sched_setaffinity() moving running task {p} is not modelled by this policy"));
+            return;
+        }
+        let prev = self.distribute_prev[cpu];
+        let dest = allowed.iter().copied().find(|&c| c > prev).unwrap_or(allowed[0]);
+        self.distribute_prev[cpu] = dest;
+        self.policy.push_running_task(&mut self.sys, cpu, p, dest);
+        self.process_requests();
+        self.sys.charge(cpu, Charge::Sched, self.sys.cost.context_switch_ns);
+        self.sys.need_resched[cpu] = true;
     }
 
     fn start_segment(&mut self, cpu: usize, p: TaskId, len_ns: u64, kernel: bool) {
@@ -2178,6 +2216,10 @@ impl Engine {
                 self.process_requests();
                 Outcome::Continue
             }
+            Op::SetAffinity { cpus } => {
+                self.set_affinity(cpu, p, cpus);
+                Outcome::Continue
+            }
             Op::Kernel { .. } | Op::Exec { .. } => Outcome::Continue,
             Op::Compute { .. }
             | Op::Cycles { .. }
@@ -2185,6 +2227,7 @@ impl Engine {
             | Op::Mark { .. }
             | Op::Store { .. }
             | Op::Clock
+            | Op::GetCpu
             | Op::Record { .. } => Outcome::Continue,
         };
         self.exec[p].op = keep;

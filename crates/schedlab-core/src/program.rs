@@ -2,6 +2,7 @@
 //! state machine asked for its next operation each time the previous one completes,
 //! so hackbench at 100000 loops holds a loop counter, not 40 million operations.
 
+use crate::cpuset::CpuSet;
 use crate::rng::SimRng;
 use crate::task::TaskId;
 
@@ -97,6 +98,16 @@ pub enum Op {
     /// Add `value` to the workload's own distribution `metric` (a benchmark's
     /// latency histogram), counted only inside the measured window.
     Record { metric: u32, value: u64 },
+    /// sched_getcpu() (rseq or the vDSO, no cost modelled): the CPU the task runs
+    /// on. Result `Count(cpu)`.
+    GetCpu,
+    /// sched_setaffinity(0, ...): from now the task may run only on `cpus`. If its
+    /// CPU is not among them, the call moves it before returning, as Linux's
+    /// `affine_move_task()` does through the stopper (`migration_cpu_stop`), to
+    /// the CPU `cpumask_any_and_distribute()` picks (kernel/sched/core.c, v5.15 to
+    /// v6.18). Only policies that model that move accept it
+    /// (`SchedClass::pushes_running_tasks`).
+    SetAffinity { cpus: CpuSet },
 }
 
 /// Which node's memory a stream uses.

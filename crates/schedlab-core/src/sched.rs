@@ -148,6 +148,13 @@ pub trait SchedClass {
     /// `select_exec_cpu()` returned another CPU.
     fn push_running_task(&mut self, _sys: &mut System, _cpu: usize, _p: TaskId, _dest: usize) {}
 
+    /// Whether `push_running_task()` moves the task: what `sched_setaffinity()`
+    /// needs when it takes a running task off its CPU. Policies that do not model
+    /// it refuse workloads that change affinity.
+    fn pushes_running_tasks(&self) -> bool {
+        false
+    }
+
     /// `enqueue_task()`: `p` becomes runnable on `cpu` (`sys.tasks[p].cpu == cpu`).
     fn enqueue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: EnqueueReason);
 

@@ -73,6 +73,7 @@ impl RunSpec {
         // Build once to validate the name and sysctls.
         let policy = schedlab_policies::policy_by_name(&policy_name, &sysctls)?;
         let workload = Workload::parse(&a.workload)?;
+        check_workload_for(&workload, &a.workload, &topo, policy.as_ref())?;
         if !(10..=10_000).contains(&a.hz) {
             return Err(SpecError::new("hz", a.hz.to_string(), "an integer from 10 to 10000 (CONFIG_HZ, e.g. 100, 250, 1000)"));
         }
@@ -95,6 +96,30 @@ impl RunSpec {
             self.workload.main_program(),
         )
     }
+}
+
+/// What a workload needs of the machine and the policy: its fewest CPUs, and a
+/// policy that moves a running task when its affinity shuts it out
+/// (`sched_setaffinity()`), for workloads that change affinity.
+pub fn check_workload_for(workload: &Workload, spec: &str, topo: &Topology, policy: &dyn SchedClass) -> Result<(), SpecError> {
+    if topo.ncpus() < workload.min_cpus() {
+        return Err(SpecError::new(
+            "workload",
+            spec,
+            format!("a workload this topology can run: {} needs {} CPUs or more", workload.name(), workload.min_cpus()),
+        ));
+    }
+    if workload.changes_affinity() && !policy.pushes_running_tasks() {
+        return Err(SpecError::new(
+            "workload",
+            spec,
+            format!(
+                "a workload this policy can run: {} changes affinity while running, which only the Linux policies (cfs@..., eevdf@...) model",
+                workload.name()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The policy that models this machine's own kernel (`--policy host`, and

@@ -8,6 +8,7 @@ pub mod make;
 pub mod params;
 pub mod pft;
 pub mod pipe;
+pub mod pull;
 pub mod schbench;
 pub mod shell;
 pub mod stressng;
@@ -25,6 +26,7 @@ pub use hackbench::Hackbench;
 pub use make::Make;
 pub use pft::Pft;
 pub use pipe::PipeBench;
+pub use pull::PullProbe;
 pub use schbench::Schbench;
 pub use shell::ShellScripts;
 pub use stressng::StressNgPipe;
@@ -35,6 +37,10 @@ pub use tbench::Tbench;
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("hackbench", "hackbench groups=G loops=L ipc=socket|pipe mode=process|thread [fds=20] [datasize=100]"),
     ("pipe", "pipe loops=L mode=process|thread (perf bench sched pipe)"),
+    (
+        "pull",
+        "pull [rounds=600] [sleep_us=0] [sleep_odd_us=sleep_us] (tools/host-wake-pull's probe: where a sync wakeup puts a wakee whose previous CPU is idle; Linux policies, 2 CPUs or more)",
+    ),
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100] [slice_us=0]"),
     ("tbench", "tbench clients=N [runtime_ms=10000] [warmup_ms=2000] (dbench's network mode over loopback TCP)"),
@@ -60,6 +66,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
 pub enum Workload {
     Hackbench(Hackbench),
     Pipe(PipeBench),
+    Pull(PullProbe),
     Pft(Pft),
     GroupMix(GroupMix),
     Schbench(Schbench),
@@ -85,6 +92,11 @@ impl Workload {
                 let b = PipeBench::from_params(&mut p)?;
                 p.finish("loops, mode")?;
                 Ok(Workload::Pipe(b))
+            }
+            "pull" => {
+                let b = PullProbe::from_params(&mut p)?;
+                p.finish("rounds, sleep_us, sleep_odd_us")?;
+                Ok(Workload::Pull(b))
             }
             "pft" => {
                 let b = Pft::from_params(&mut p)?;
@@ -141,6 +153,7 @@ impl Workload {
         match self {
             Workload::Hackbench(_) => "hackbench",
             Workload::Pipe(_) => "pipe",
+            Workload::Pull(_) => "pull",
             Workload::Pft(_) => "pft",
             Workload::GroupMix(_) => "groupmix",
             Workload::Schbench(_) => "schbench",
@@ -169,6 +182,9 @@ impl Workload {
                 ("mode", mode(&h.mode)),
             ],
             Workload::Pipe(b) => vec![("loops", n(b.loops)), ("mode", mode(&b.mode))],
+            Workload::Pull(b) => {
+                vec![("rounds", n(b.rounds)), ("sleep_us", n(b.sleep_us)), ("sleep_odd_us", n(b.sleep_odd_us))]
+            }
             Workload::Pft(b) => vec![
                 ("threads", n(b.threads)),
                 ("mb", n(b.mb)),
@@ -247,6 +263,7 @@ impl Workload {
         match self {
             Workload::Hackbench(_) => "hackbench",
             Workload::Pipe(_) => "perf",
+            Workload::Pull(_) => "pull",
             Workload::Pft(_) => "pft",
             Workload::GroupMix(_) => "groupmix",
             Workload::Schbench(_) => "schbench",
@@ -263,6 +280,7 @@ impl Workload {
         match self {
             Workload::Hackbench(h) => h.main_program(),
             Workload::Pipe(b) => b.main_program(),
+            Workload::Pull(b) => b.main_program(),
             Workload::Pft(b) => b.main_program(),
             Workload::GroupMix(m) => m.main_program(),
             Workload::Schbench(b) => b.main_program(),
@@ -272,6 +290,21 @@ impl Workload {
             Workload::Context1(b) => b.main_program(),
             Workload::Shell(b) => b.main_program(),
             Workload::Sysbench(b) => b.main_program(),
+        }
+    }
+
+    /// Whether the workload changes its tasks' CPU affinity while they run
+    /// (`sched_setaffinity()`), which only policies that model the move accept.
+    pub fn changes_affinity(&self) -> bool {
+        matches!(self, Workload::Pull(_))
+    }
+
+    /// The fewest CPUs the workload needs (the pull probe uses CPUs 0 and 1).
+    pub fn min_cpus(&self) -> usize {
+        if matches!(self, Workload::Pull(_)) {
+            2
+        } else {
+            1
         }
     }
 
@@ -301,6 +334,7 @@ impl Workload {
         match self {
             Workload::Hackbench(h) => h.banner(),
             Workload::Pipe(b) => b.banner(),
+            Workload::Pull(b) => b.banner(),
             Workload::Pft(b) => b.banner(),
             Workload::GroupMix(m) => m.banner(),
             Workload::Schbench(b) => b.banner(),
@@ -376,6 +410,10 @@ impl Workload {
                     ("ops_per_s", b.loops as f64 * 1e6 / us.max(1e-9)),
                 ]
             }
+            Workload::Pull(_) => {
+                let [all, even, odd] = PullProbe::pulled_pct(res);
+                vec![("pulled_pct", all), ("pulled_even_pct", even), ("pulled_odd_pct", odd)]
+            }
             Workload::Pft(b) => {
                 let cpu_s: f64 = res.tasks.iter().map(|t| t.run_ns as f64).sum::<f64>() / 1e9;
                 let pages = b.pages() as f64;
@@ -426,6 +464,7 @@ impl Workload {
         match self {
             Workload::Hackbench(_) => Hackbench::time_line(res),
             Workload::Pipe(b) => b.result_lines(res),
+            Workload::Pull(b) => b.result_lines(res),
             Workload::Pft(b) => b.result_lines(res),
             Workload::GroupMix(m) => m.result_lines(res),
             Workload::Schbench(b) => b.result_lines(res),
@@ -463,6 +502,8 @@ mod spec_tests {
             "hackbench",
             "hackbench groups=3 fds=4 loops=7 ipc=pipe mode=thread datasize=64",
             "pipe loops=100 mode=thread",
+            "pull",
+            "pull rounds=10 sleep_us=200 sleep_odd_us=5",
             "pft threads=3 mb=5",
             "groupmix tasks=5 shares=2",
             "schbench threads=2 workers=3 slice_us=500",

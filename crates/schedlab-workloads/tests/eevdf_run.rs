@@ -12,6 +12,7 @@ const WORKLOADS: &[&str] = &[
     "hackbench groups=2 loops=10 ipc=socket mode=thread",
     "pipe loops=200",
     "pipe loops=200 mode=thread",
+    "pull rounds=20 sleep_us=50 sleep_odd_us=5",
     "schbench threads=2 workers=4 runtime_ms=30 warmup_ms=5",
     "groupmix tasks=12 shares=2 warmup_ms=20 window_ms=40",
     "tbench clients=3 runtime_ms=20 warmup_ms=5",

@@ -1324,6 +1324,10 @@ impl SchedClass for Cfs {
         self.rq[cpu].stopper = Some(StopperWork::Migrate { p, dst: dest });
     }
 
+    fn pushes_running_tasks(&self) -> bool {
+        true
+    }
+
     fn select_task_rq(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, waker_cpu: usize, flags: WakeFlags) -> usize {
         if let Some(cpu) = self.delayed_on(p) {
             // HOST_DEQUEUE_DELAYED_BUSY (inferred, not upstream): with another task
