@@ -106,7 +106,9 @@ pub enum Op {
     /// `affine_move_task()` does through the stopper (`migration_cpu_stop`), to
     /// the CPU `cpumask_any_and_distribute()` picks (kernel/sched/core.c, v5.15 to
     /// v6.18). Only policies that model that move accept it
-    /// (`SchedClass::pushes_running_tasks`).
+    /// (`SchedClass::pushes_running_tasks`). It costs a system call's entry and
+    /// exit, the stopper's switch when it moves the task; the mask checks
+    /// themselves are not costed.
     SetAffinity { cpus: CpuSet },
 }
 
