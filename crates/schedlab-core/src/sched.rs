@@ -371,7 +371,21 @@ pub struct System {
     working: Vec<bool>,
     wasted_ns: u64,
     wasted_since_ns: u64,
+    /// Per CPU: its recent busy periods, for `busy_ns_within()`.
+    busy_periods: Vec<BusyPeriods>,
 }
+
+/// A CPU's last `BUSY_PERIODS` busy periods (running a task: `CpuState::Busy`)
+/// and the one under way.
+#[derive(Clone, Debug, Default)]
+struct BusyPeriods {
+    since: Option<u64>,
+    ended: [(u64, u64); BUSY_PERIODS],
+    next: usize,
+}
+
+/// How many ended busy periods a CPU remembers.
+const BUSY_PERIODS: usize = 16;
 
 impl System {
     pub(crate) fn new(topo: Topology, cost: MachineProfile, tick_ns: u64, seed: u64, start_ns: u64) -> System {
@@ -403,6 +417,7 @@ impl System {
             working: vec![false; n],
             wasted_ns: 0,
             wasted_since_ns: start_ns,
+            busy_periods: vec![BusyPeriods::default(); n],
             topo,
             cost,
             tasks: Vec::new(),
@@ -662,6 +677,24 @@ impl System {
             self.idle_count += 1;
             self.idle_mask.set(cpu);
         }
+        let periods = &mut self.busy_periods[cpu];
+        if state == CpuState::Busy {
+            periods.since = Some(self.now_ns);
+        } else if let Some(since) = periods.since.take() {
+            periods.ended[periods.next] = (since, self.now_ns);
+            periods.next = (periods.next + 1) % BUSY_PERIODS;
+        }
         self.cpu_state[cpu] = state;
+    }
+
+    /// How long `cpu` ran tasks (`CpuState::Busy`) in the last `window_ns`, from
+    /// its last 16 busy periods and the one under way (a CPU switching more
+    /// often than that within the window counts only those).
+    pub fn busy_ns_within(&self, cpu: usize, window_ns: u64) -> u64 {
+        let from = self.now_ns.saturating_sub(window_ns);
+        let periods = &self.busy_periods[cpu];
+        let overlap = |(a, b): (u64, u64)| b.min(self.now_ns).saturating_sub(a.max(from));
+        let current = periods.since.map_or(0, |since| overlap((since, self.now_ns)));
+        current + periods.ended.iter().map(|&p| overlap(p)).sum::<u64>()
     }
 }

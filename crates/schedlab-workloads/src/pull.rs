@@ -3,8 +3,9 @@
 //! CPU 0 wakes, through a pipe, a wakee allowed on CPUs 0 and 1 whose previous
 //! CPU is 1: each round the wakee moves itself back to CPU 1
 //! (`sched_setaffinity()` to CPU 1, then to both), sleeps in read(), notes the
-//! CPU it woke on (`sched_getcpu()`) and answers; the waker sleeps `sleep_us`
-//! (`sleep_odd_us` in odd rounds) before each wakeup, its CPU idle meanwhile.
+//! CPU it woke on (`sched_getcpu()`) and answers; before each wakeup the waker
+//! spins `spin_us` (its CPU busy), then sleeps `sleep_us` (`sleep_odd_us` in odd
+//! rounds; its CPU idle meanwhile), as pull.c's `--spin` and `--sleep`.
 //! The result is the share of rounds the wakee woke on the waker's CPU 0, even
 //! and odd rounds apart, beside what the probe prints on a real machine.
 
@@ -32,6 +33,7 @@ const SETTLE_NS: u64 = 20_000_000;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PullProbe {
     pub rounds: u64,
+    pub spin_us: u64,
     pub sleep_us: u64,
     pub sleep_odd_us: u64,
 }
@@ -46,18 +48,20 @@ fn cpus(list: &[usize]) -> CpuSet {
 }
 
 impl PullProbe {
-    /// Reads `rounds=` (600), `sleep_us=` (0) and `sleep_odd_us=` (as `sleep_us`).
+    /// Reads `rounds=` (600), `spin_us=` (0), `sleep_us=` (0) and `sleep_odd_us=`
+    /// (as `sleep_us`).
     pub fn from_params(p: &mut Params) -> Result<Self, SpecError> {
         let rounds = p.u64_in("rounds", 600, 1, 1_000_000)?;
+        let spin_us = p.u64_in("spin_us", 0, 0, 1_000_000)?;
         let sleep_us = p.u64_in("sleep_us", 0, 0, 1_000_000)?;
         let sleep_odd_us = p.u64_in("sleep_odd_us", sleep_us, 0, 1_000_000)?;
-        Ok(PullProbe { rounds, sleep_us, sleep_odd_us })
+        Ok(PullProbe { rounds, spin_us, sleep_us, sleep_odd_us })
     }
 
     pub fn banner(&self) -> String {
         format!(
-            "# wake-pull probe (steady): {} rounds, the waker sleeping {} us before even rounds' wakeups, {} us before odd ones'",
-            self.rounds, self.sleep_us, self.sleep_odd_us
+            "# wake-pull probe (steady): {} rounds, the waker spinning {} us and then sleeping {} us before even rounds' wakeups, {} us before odd ones'",
+            self.rounds, self.spin_us, self.sleep_us, self.sleep_odd_us
         )
     }
 
@@ -104,7 +108,7 @@ struct Waker {
     step: u32,
     pipes: Vec<ChanId>,
     round: u64,
-    /// Within a round: 0 sleep, 1 write, 2 read.
+    /// Within a round: 0 spin, 1 sleep, 2 write, 3 read.
     phase: u8,
 }
 
@@ -135,15 +139,20 @@ impl Program for Waker {
         }
         while self.round < self.b.rounds {
             let phase = self.phase;
-            self.phase = (self.phase + 1) % 3;
+            self.phase = (self.phase + 1) % 4;
             match phase {
                 0 => {
+                    if self.b.spin_us > 0 {
+                        return Op::Compute { ns: self.b.spin_us * 1000 };
+                    }
+                }
+                1 => {
                     let us = if self.round % 2 == 1 { self.b.sleep_odd_us } else { self.b.sleep_us };
                     if us > 0 {
                         return Op::Sleep { ns: us * 1000 };
                     }
                 }
-                1 => return Op::Write { chan: self.pipes[0], bytes: MSG_BYTES },
+                2 => return Op::Write { chan: self.pipes[0], bytes: MSG_BYTES },
                 _ => {
                     self.round += 1;
                     return Op::Read { chan: self.pipes[1], bytes: MSG_BYTES };

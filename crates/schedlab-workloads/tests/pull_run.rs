@@ -108,3 +108,23 @@ fn upstream_wakes_the_wakee_on_its_idle_previous_cpu() {
         }
     }
 }
+
+/// HOST_VCPU_PACK_IDLE (a reading under test): the wakee joins the waker's CPU
+/// when that CPU was busy at most 15% (30 us) of the last 200 us. A waker that
+/// spun 40 us and then slept 200 us has that room; one that slept only 150 us
+/// after it, or spun 100 us and slept 50, has not, and the wakee stays on its
+/// idle previous CPU as upstream would put it.
+#[test]
+fn host_vcpu_pack_idle_packs_when_the_wakers_cpu_was_idle_over_the_window() {
+    let policy = "eevdf@6.18+HOST_VCPU_PACK_IDLE";
+    for (w, packed) in [
+        ("pull rounds=200 spin_us=40 sleep_us=200", 200),
+        ("pull rounds=200 spin_us=40 sleep_us=150", 0),
+        ("pull rounds=200 spin_us=100 sleep_us=50", 0),
+    ] {
+        let r = common::run("kvm-2", policy, w, 1);
+        assert!(r.violations.is_empty(), "{w}: {:#?}", r.violations);
+        let [(pe, ne), (po, no)] = PullProbe::pulled(&r);
+        assert_eq!((pe + po, ne + no), (packed, 200), "{w}");
+    }
+}

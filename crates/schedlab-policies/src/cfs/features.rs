@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 29] = [
+const NAMES: [&str; 30] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -36,6 +36,7 @@ const NAMES: [&str; 29] = [
     "YIELD_FORFEIT",
     "HOST_VCPU_PACK",
     "HOST_DEQUEUE_DELAYED_BUSY",
+    "HOST_VCPU_PACK_IDLE",
 ];
 
 /// The fair-class features this model reads, with the defaults of one version.
@@ -123,6 +124,14 @@ pub struct Features {
     /// task, and allowed on another CPU, is dequeued for good and placed by
     /// `select_task_rq_fair()` like any sleeper.
     pub host_dequeue_delayed_busy: bool,
+    /// Not upstream, and a reading under test, not the hosts' settled model: a
+    /// sync-or-not wakeup from another CPU of the wakee's LLC is packed onto the
+    /// waker's CPU, past select_idle_sibling(), when that CPU was busy for at most
+    /// VCPU_PACK_BUSY_PCT of the last VCPU_PACK_WINDOW_NS (`vcpu_pack_room()`,
+    /// a name from the hosts' fair.c symbols; its body is not known); otherwise
+    /// the wakee stays on its previous CPU as with HOST_VCPU_PACK. Inferred from
+    /// the wake-pull probe's grid of one host state (tools/host-wake-pull/).
+    pub host_vcpu_pack_idle: bool,
 }
 
 impl Features {
@@ -168,6 +177,7 @@ impl Features {
             yield_forfeit: false,
             host_vcpu_pack: false,
             host_dequeue_delayed_busy: false,
+            host_vcpu_pack_idle: false,
         }
     }
 
@@ -188,7 +198,7 @@ impl Features {
             "NEWIDLE_COST_BUMP" => matches!(self.version, V6_12 | V6_18),
             "YIELD_FORFEIT" => self.version == V6_18,
             // A host's non-upstream placement, inferred from its traces.
-            "HOST_VCPU_PACK" | "HOST_DEQUEUE_DELAYED_BUSY" => self.version == V6_18,
+            "HOST_VCPU_PACK" | "HOST_DEQUEUE_DELAYED_BUSY" | "HOST_VCPU_PACK_IDLE" => self.version == V6_18,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
             // seed patches that target one CFS kernel; SIS_PROP went in v6.12 and
             // the v5.11 NUMA fork rule is unconditional since.
@@ -243,6 +253,7 @@ impl Features {
             "YIELD_FORFEIT" => &mut self.yield_forfeit,
             "HOST_VCPU_PACK" => &mut self.host_vcpu_pack,
             "HOST_DEQUEUE_DELAYED_BUSY" => &mut self.host_dequeue_delayed_busy,
+            "HOST_VCPU_PACK_IDLE" => &mut self.host_vcpu_pack_idle,
             _ => return None,
         })
     }

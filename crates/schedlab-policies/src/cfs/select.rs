@@ -10,6 +10,16 @@ use schedlab_core::task::TaskId;
 use super::domains::{KernelVersion, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_NUMA, SD_WAKE_AFFINE};
 use super::fair::Cfs;
 
+/// HOST_VCPU_PACK_IDLE's window: the wake-pull probe's grid (one host state,
+/// tools/host-wake-pull/README.md) packs after 50 us idle when the waker's vCPU
+/// was busy 50 us or less before, and needs 150-500 us idle after 100-200 us
+/// busy: its memory of busy time is a few hundred microseconds.
+const VCPU_PACK_WINDOW_NS: u64 = 200_000;
+
+/// HOST_VCPU_PACK_IDLE's threshold: the `15` of the hosts' `sched_vcpu_pack=15`,
+/// read as a percentage (an assumption: its unit is not known).
+const VCPU_PACK_BUSY_PCT: u64 = 15;
+
 impl Cfs {
     /// `available_idle_cpu()`: idle task running, nothing queued, no wakeup pending.
     pub fn available_idle_cpu(&self, sys: &System, cpu: usize) -> bool {
@@ -114,6 +124,13 @@ impl Cfs {
         (this_eff < prev_eff).then_some(this_cpu)
     }
 
+    /// HOST_VCPU_PACK_IDLE's test (the hosts' `vcpu_pack_room()`, whose body is
+    /// not known): `cpu` ran tasks for at most VCPU_PACK_BUSY_PCT of the last
+    /// VCPU_PACK_WINDOW_NS, the waker's own run so far included.
+    fn vcpu_pack_room(&self, sys: &System, cpu: usize) -> bool {
+        sys.busy_ns_within(cpu, VCPU_PACK_WINDOW_NS) * 100 <= VCPU_PACK_BUSY_PCT * VCPU_PACK_WINDOW_NS
+    }
+
     /// `wake_affine()` (v4.19 L5655).
     #[allow(clippy::too_many_arguments)]
     fn wake_affine(
@@ -170,7 +187,14 @@ impl Cfs {
                 break;
             }
             if want_affine && d.flags & SD_WAKE_AFFINE != 0 && d.span.contains(prev_cpu) {
-                if cpu != prev_cpu {
+                if cpu != prev_cpu && self.feat.host_vcpu_pack_idle && wakeup {
+                    // HOST_VCPU_PACK_IDLE (a reading under test, not upstream):
+                    // onto the waker's CPU if it has room, else stay.
+                    if self.vcpu_pack_room(sys, cpu) {
+                        return cpu;
+                    }
+                    new_cpu = prev_cpu;
+                } else if cpu != prev_cpu {
                     new_cpu = self.wake_affine(sys, i, p, waker, cpu, prev_cpu, flags.sync);
                 }
                 sd = None;
