@@ -125,8 +125,9 @@ pub struct Features {
     /// `select_task_rq_fair()` like any sleeper.
     pub host_dequeue_delayed_busy: bool,
     /// Not upstream, and a reading under test, not the hosts' settled model: a
-    /// sync-or-not wakeup from another CPU of the wakee's LLC is packed onto the
-    /// waker's CPU, past select_idle_sibling(), when that CPU was busy for at most
+    /// wakeup from a CPU that shares a wake-affine domain with the wakee's
+    /// previous one puts the wakee on the waker's CPU, past
+    /// select_idle_sibling(), when that CPU was busy for at most
     /// VCPU_PACK_BUSY_PCT of the last VCPU_PACK_WINDOW_NS (`vcpu_pack_room()`,
     /// a name from the hosts' fair.c symbols; its body is not known); otherwise
     /// the wakee stays on its previous CPU as with HOST_VCPU_PACK. Inferred from

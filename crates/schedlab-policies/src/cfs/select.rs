@@ -10,10 +10,11 @@ use schedlab_core::task::TaskId;
 use super::domains::{KernelVersion, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_NUMA, SD_WAKE_AFFINE};
 use super::fair::Cfs;
 
-/// HOST_VCPU_PACK_IDLE's window: the wake-pull probe's grid (one host state,
-/// tools/host-wake-pull/README.md) packs after 50 us idle when the waker's vCPU
-/// was busy 50 us or less before, and needs 150-500 us idle after 100-200 us
-/// busy: its memory of busy time is a few hundred microseconds.
+/// HOST_VCPU_PACK_IDLE's window: the wake-pull probe's first grid (one host
+/// state, tools/host-wake-pull/README.md) packed after 50 us idle when the
+/// waker's vCPU was busy 50 us or less before, and needed 150-500 us idle after
+/// 100-200 us busy; repeated runs swing cell by cell and confirm only that 200 us
+/// of idle packs.
 const VCPU_PACK_WINDOW_NS: u64 = 200_000;
 
 /// HOST_VCPU_PACK_IDLE's threshold: the `15` of the hosts' `sched_vcpu_pack=15`,
