@@ -38,6 +38,7 @@ const POLICIES: &[&str] = &[
     "eevdf@6.18",
     "eevdf@6.18+HOST_VCPU_PACK",
     "eevdf@6.18+HOST_VCPU_PACK+HOST_DEQUEUE_DELAYED_BUSY",
+    "eevdf@6.18+HOST_VCPU_PACK_IDLE",
     "ule@pre",
     "ule@post",
     "4bsd",
@@ -47,7 +48,8 @@ const MACHINES: &[&str] = &["broadwell-ep", "cascadelake", "zen1", "kvm-haswell"
 
 /// One drawn scenario. Workloads: hackbench (both IPCs and modes), pipe,
 /// schbench, stress-ng's pipe stressor, tbench, make, pft, groupmix, UnixBench's
-/// context1 and shell scripts, and sysbench's mutex and threads tests.
+/// context1 and shell scripts, sysbench's mutex and threads tests, and the
+/// wake-pull probe (Linux policies on 2 CPUs or more).
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub topology: String,
@@ -74,7 +76,9 @@ impl Scenario {
         let preempt = [PreemptModel::None, PreemptModel::Voluntary, PreemptModel::Full, PreemptModel::Lazy][pick(4)];
         let hz = [100, 250, 1000][pick(3)];
         let autogroup = pick(2) == 1;
-        let workload = match pick(12) {
+        // The pull probe changes affinity: Linux policies on 2 CPUs or more.
+        let pull_ok = (policy.starts_with("cfs") || policy.starts_with("eevdf")) && dims.iter().product::<usize>() >= 2;
+        let workload = match pick(13) {
             0 | 1 => format!(
                 "hackbench groups={} fds={} loops={} ipc={} mode={}",
                 pick(3) + 1,
@@ -84,6 +88,14 @@ impl Scenario {
                 ["process", "thread"][pick(2)]
             ),
             2 => format!("pipe loops={} mode={}", pick(300) + 1, ["process", "thread"][pick(2)]),
+            12 if pull_ok => format!(
+                "pull rounds={} spin_us={} sleep_us={} sleep_odd_us={}",
+                pick(100) + 1,
+                pick(3) * 50,
+                pick(4) * 100,
+                pick(4) * 5
+            ),
+            12 => format!("pipe loops={}", pick(300) + 1),
             3 => format!(
                 "schbench threads={} workers={} runtime_ms={} warmup_ms=2 sleep_us={} work_us={}",
                 pick(2) + 1,
@@ -249,6 +261,21 @@ mod tests {
             Workload::parse(&s.workload).unwrap_or_else(|e| panic!("{}: {e}", s.workload));
             let sysctls: Vec<(String, String)> = s.sysctl.iter().cloned().collect();
             schedlab_policies::policy_by_name(s.policy, &sysctls).unwrap_or_else(|e| panic!("{}: {e}", s.command_line()));
+        }
+    }
+
+    /// The pull probe is drawn, and only where it can run: a Linux policy on 2
+    /// CPUs or more (anywhere else its spec would be refused).
+    #[test]
+    fn the_pull_probe_is_drawn_where_it_can_run() {
+        let pulls: Vec<Scenario> = (0..2000).map(|i| Scenario::draw(1, i)).filter(|s| s.workload.starts_with("pull")).collect();
+        assert!(pulls.len() > 20, "{} pull scenarios in 2000", pulls.len());
+        for s in &pulls {
+            let topo = parse_topology(&s.topology).unwrap();
+            let policy = schedlab_policies::policy_by_name(s.policy, &[]).unwrap();
+            let w = Workload::parse(&s.workload).unwrap();
+            schedlab_spec::run::check_workload_for(&w, &s.workload, &topo, policy.as_ref())
+                .unwrap_or_else(|e| panic!("{}: {e}", s.command_line()));
         }
     }
 }
