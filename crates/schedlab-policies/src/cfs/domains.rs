@@ -251,8 +251,24 @@ const V5_NEEDS_GROUPS: u32 = SD_BALANCE_NEWIDLE
     | SD_NUMA;
 
 /// One group of a domain: a child-domain span (or one CPU at the lowest level).
+/// A handle: the CPUs whose domains list the same group share one
+/// [`SchedGroupData`], as the kernel's CPUs share their `struct sched_group`s,
+/// so a thousand CPUs' balancing passes read a few hundred groups, not a copy
+/// each.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SchedGroup {
+pub struct SchedGroup(Arc<SchedGroupData>);
+
+impl std::ops::Deref for SchedGroup {
+    type Target = SchedGroupData;
+
+    fn deref(&self) -> &SchedGroupData {
+        &self.0
+    }
+}
+
+/// What a group is (`struct sched_group` and its `sched_group_capacity`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct SchedGroupData {
     /// Shared by every CPU whose domains list this group, as the kernel shares its
     /// `struct sched_group`s: one copy per group instead of one per CPU and group
     /// (a thousand-CPU LLC would otherwise hold a million spans).
@@ -698,7 +714,7 @@ fn make_group(span: Arc<CpuSet>, balance: &CpuSet, caps: &[u64]) -> SchedGroup {
             _ => span_runs.push(c..c + 1),
         }
     }
-    SchedGroup { span, capacity, balance_cpu, weight, span_runs: span_runs.into() }
+    SchedGroup(Arc::new(SchedGroupData { span, capacity, balance_cpu, weight, span_runs: span_runs.into() }))
 }
 
 /// `sd_degenerate()`: a domain of one CPU, or one whose only group makes its
