@@ -89,8 +89,9 @@ impl Scenario {
             ),
             2 => format!("pipe loops={} mode={}", pick(300) + 1, ["process", "thread"][pick(2)]),
             12 if pull_ok => format!(
-                "pull rounds={} spin_us={} sleep_us={} sleep_odd_us={}",
+                "pull rounds={} fresh={} spin_us={} sleep_us={} sleep_odd_us={}",
                 pick(100) + 1,
+                pick(2),
                 pick(3) * 50,
                 pick(4) * 100,
                 pick(4) * 5

@@ -1,13 +1,17 @@
-//! The wake-pull probe (`tools/host-wake-pull/pull.c`, its steady mode): where
+//! The wake-pull probe (`tools/host-wake-pull/pull.c`, its steady and fresh modes): where
 //! does a sync wakeup put a wakee whose previous CPU is idle? A waker pinned to
 //! CPU 0 wakes, through a pipe, a wakee allowed on CPUs 0 and 1 whose previous
 //! CPU is 1: each round the wakee moves itself back to CPU 1
 //! (`sched_setaffinity()` to CPU 1, then to both), sleeps in read(), notes the
 //! CPU it woke on (`sched_getcpu()`) and answers; before each wakeup the waker
 //! spins `spin_us` (its CPU busy), then sleeps `sleep_us` (`sleep_odd_us` in odd
-//! rounds; its CPU idle meanwhile), as pull.c's `--spin` and `--sleep`.
+//! rounds; its CPU idle meanwhile), as pull.c's `--spin` and `--sleep`. With
+//! `fresh=1` a new wakee is forked every round (pull.c's `--fresh`, and
+//! `settle_spin=1` its `--settle-spin`).
 //! The result is the share of rounds the wakee woke on the waker's CPU 0, even
 //! and odd rounds apart, beside what the probe prints on a real machine.
+
+use std::collections::VecDeque;
 
 use schedlab_core::cpuset::CpuSet;
 use schedlab_core::engine::{MARK_END, MARK_START};
@@ -30,9 +34,16 @@ const MSG_BYTES: u64 = 1;
 /// (`usleep(20000)` in pull.c).
 const SETTLE_NS: u64 = 20_000_000;
 
+/// Fresh mode: the waker's wait for a new wakee to block (`usleep(100)`).
+const FRESH_SETTLE_NS: u64 = 100_000;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PullProbe {
     pub rounds: u64,
+    /// A new wakee every round (pull.c's `--fresh`).
+    pub fresh: bool,
+    /// Fresh mode: the 100 us wait for the wakee to block is spun, not slept.
+    pub settle_spin: bool,
     pub spin_us: u64,
     pub sleep_us: u64,
     pub sleep_odd_us: u64,
@@ -48,20 +59,26 @@ fn cpus(list: &[usize]) -> CpuSet {
 }
 
 impl PullProbe {
-    /// Reads `rounds=` (600), `spin_us=` (0), `sleep_us=` (0) and `sleep_odd_us=`
-    /// (as `sleep_us`).
+    /// Reads `rounds=` (600), `fresh=` and `settle_spin=` (0 or 1, 0), `spin_us=`
+    /// (0), `sleep_us=` (0) and `sleep_odd_us=` (as `sleep_us`).
     pub fn from_params(p: &mut Params) -> Result<Self, SpecError> {
         let rounds = p.u64_in("rounds", 600, 1, 1_000_000)?;
+        let fresh = p.u64_in("fresh", 0, 0, 1)? == 1;
+        let settle_spin = p.u64_in("settle_spin", 0, 0, 1)? == 1;
         let spin_us = p.u64_in("spin_us", 0, 0, 1_000_000)?;
         let sleep_us = p.u64_in("sleep_us", 0, 0, 1_000_000)?;
         let sleep_odd_us = p.u64_in("sleep_odd_us", sleep_us, 0, 1_000_000)?;
-        Ok(PullProbe { rounds, spin_us, sleep_us, sleep_odd_us })
+        Ok(PullProbe { rounds, fresh, settle_spin, spin_us, sleep_us, sleep_odd_us })
     }
 
     pub fn banner(&self) -> String {
         format!(
-            "# wake-pull probe (steady): {} rounds, the waker spinning {} us and then sleeping {} us before even rounds' wakeups, {} us before odd ones'",
-            self.rounds, self.spin_us, self.sleep_us, self.sleep_odd_us
+            "# wake-pull probe ({}): {} rounds, the waker spinning {} us and then sleeping {} us before even rounds' wakeups, {} us before odd ones'",
+            if self.fresh { "fresh" } else { "steady" },
+            self.rounds,
+            self.spin_us,
+            self.sleep_us,
+            self.sleep_odd_us
         )
     }
 
@@ -97,19 +114,50 @@ impl PullProbe {
     }
 
     pub fn main_program(&self) -> Box<dyn Program> {
-        Box::new(Waker { b: self.clone(), step: 0, pipes: Vec::new(), round: 0, phase: 0 })
+        Box::new(Waker { b: self.clone(), pipes: Vec::new(), round: 0, ops: VecDeque::new(), stage: Stage::Setup })
+    }
+
+    /// The waker's gap before a wakeup: spin, then sleep (the odd rounds' sleep in
+    /// odd rounds).
+    fn gap(&self, round: u64, ops: &mut VecDeque<Op>) {
+        if self.spin_us > 0 {
+            ops.push_back(Op::Compute { ns: self.spin_us * 1000 });
+        }
+        let us = if round % 2 == 1 { self.sleep_odd_us } else { self.sleep_us };
+        if us > 0 {
+            ops.push_back(Op::Sleep { ns: us * 1000 });
+        }
     }
 }
 
-/// The waker: pins itself to CPU 0, makes the pipes and the wakee, then each
-/// round sleeps, writes, and reads the answer.
+/// Where the waker is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Setup,
+    Rounds,
+    Done,
+}
+
+/// The waker: pins itself to CPU 0 and makes the pipes; steady, it starts the
+/// one wakee and then each round spins and sleeps, writes, and reads the
+/// answer; fresh, each round starts a new wakee, waits for it to be ready,
+/// waits 100 us for it to block (slept, or spun with `settle_spin`), spins and
+/// sleeps, writes, reads the answer and reaps it.
 struct Waker {
     b: PullProbe,
-    step: u32,
     pipes: Vec<ChanId>,
     round: u64,
-    /// Within a round: 0 spin, 1 sleep, 2 write, 3 read.
-    phase: u8,
+    ops: VecDeque<Op>,
+    stage: Stage,
+}
+
+impl Waker {
+    fn wakee(&self, round: u64) -> Box<dyn Program> {
+        let rounds = if self.b.fresh { 1 } else { self.b.rounds };
+        let (to_wakee, to_waker) = (self.pipes[0], self.pipes[1]);
+        let ready = self.b.fresh.then(|| self.pipes[2]);
+        Box::new(Wakee { to_wakee, to_waker, ready, rounds, round, ops: VecDeque::new() })
+    }
 }
 
 impl Program for Waker {
@@ -117,89 +165,96 @@ impl Program for Waker {
         if let OpResult::Chan(c) = last {
             self.pipes.push(c);
         }
-        if self.step < 6 {
-            self.step += 1;
-            return match self.step {
-                1 => Op::SetAffinity { cpus: cpus(&[0]) },
-                2 | 3 => Op::Pipe,
-                4 => Op::Fork {
-                    kind: ForkKind::Process,
-                    comm: Some("pull-wakee".into()),
-                    program: Box::new(Wakee {
-                        to_wakee: self.pipes[0],
-                        to_waker: self.pipes[1],
-                        rounds: self.b.rounds,
-                        round: 0,
-                        phase: 0,
-                    }),
-                },
-                5 => Op::Sleep { ns: SETTLE_NS },
-                _ => Op::Mark { label: MARK_START },
-            };
-        }
-        while self.round < self.b.rounds {
-            let phase = self.phase;
-            self.phase = (self.phase + 1) % 4;
-            match phase {
-                0 => {
-                    if self.b.spin_us > 0 {
-                        return Op::Compute { ns: self.b.spin_us * 1000 };
-                    }
-                }
-                1 => {
-                    let us = if self.round % 2 == 1 { self.b.sleep_odd_us } else { self.b.sleep_us };
-                    if us > 0 {
-                        return Op::Sleep { ns: us * 1000 };
-                    }
-                }
-                2 => return Op::Write { chan: self.pipes[0], bytes: MSG_BYTES },
-                _ => {
-                    self.round += 1;
-                    return Op::Read { chan: self.pipes[1], bytes: MSG_BYTES };
-                }
+        loop {
+            if let Some(op) = self.ops.pop_front() {
+                return op;
             }
-        }
-        self.step += 1;
-        match self.step {
-            7 => Op::WaitChild,
-            8 => Op::Mark { label: MARK_END },
-            _ => Op::Exit,
+            match self.stage {
+                Stage::Setup if self.pipes.is_empty() => {
+                    self.ops.push_back(Op::SetAffinity { cpus: cpus(&[0]) });
+                    self.ops.extend([Op::Pipe, Op::Pipe, Op::Pipe]);
+                }
+                Stage::Setup => {
+                    self.stage = Stage::Rounds;
+                    if !self.b.fresh {
+                        let program = self.wakee(0);
+                        self.ops.push_back(Op::Fork { kind: ForkKind::Process, comm: Some("pull-wakee".into()), program });
+                        self.ops.push_back(Op::Sleep { ns: SETTLE_NS });
+                    }
+                    self.ops.push_back(Op::Mark { label: MARK_START });
+                }
+                Stage::Rounds if self.round == self.b.rounds => {
+                    self.stage = Stage::Done;
+                    if !self.b.fresh {
+                        self.ops.push_back(Op::WaitChild);
+                    }
+                    self.ops.extend([Op::Mark { label: MARK_END }, Op::Exit]);
+                }
+                Stage::Rounds => {
+                    let r = self.round;
+                    self.round += 1;
+                    let (to_wakee, to_waker) = (self.pipes[0], self.pipes[1]);
+                    if self.b.fresh {
+                        let program = self.wakee(r);
+                        self.ops.push_back(Op::Fork { kind: ForkKind::Process, comm: Some("pull-wakee".into()), program });
+                        self.ops.push_back(Op::Read { chan: self.pipes[2], bytes: MSG_BYTES });
+                        self.ops.push_back(if self.b.settle_spin {
+                            Op::Compute { ns: FRESH_SETTLE_NS }
+                        } else {
+                            Op::Sleep { ns: FRESH_SETTLE_NS }
+                        });
+                    }
+                    self.b.gap(r, &mut self.ops);
+                    self.ops.push_back(Op::Write { chan: to_wakee, bytes: MSG_BYTES });
+                    self.ops.push_back(Op::Read { chan: to_waker, bytes: MSG_BYTES });
+                    if self.b.fresh {
+                        self.ops.push_back(Op::WaitChild);
+                    }
+                }
+                Stage::Done => return Op::Exit,
+            }
         }
     }
 }
 
-/// The wakee: each round back to CPU 1, then allowed on both, waits for the
-/// waker, notes where it woke, answers.
+/// A wakee: each round back to CPU 1, then allowed on both (fresh: says it is
+/// ready), waits for the waker, notes where it woke, answers.
 struct Wakee {
     to_wakee: ChanId,
     to_waker: ChanId,
+    /// Fresh mode: the pipe that says it is ready.
+    ready: Option<ChanId>,
     rounds: u64,
     round: u64,
-    /// Within a round: 0 pin to CPU 1, 1 allow both, 2 read, 3 getcpu, 4 record, 5 answer.
-    phase: u8,
+    ops: VecDeque<Op>,
 }
 
 impl Program for Wakee {
     fn next(&mut self, last: OpResult, _rng: &mut SimRng) -> Op {
-        if self.round == self.rounds {
-            return Op::Exit;
+        if let OpResult::Count(cpu) = last {
+            let metric = if self.round % 2 == 1 { WOKE_ODD } else { WOKE_EVEN };
+            self.ops.push_front(Op::Record { metric, value: u64::from(cpu) + 1 });
         }
-        let phase = self.phase;
-        self.phase = (self.phase + 1) % 6;
-        match phase {
-            0 => Op::SetAffinity { cpus: cpus(&[1]) },
-            1 => Op::SetAffinity { cpus: cpus(&[0, 1]) },
-            2 => Op::Read { chan: self.to_wakee, bytes: MSG_BYTES },
-            3 => Op::GetCpu,
-            4 => {
-                let cpu = if let OpResult::Count(c) = last { u64::from(c) } else { 0 };
-                let metric = if self.round % 2 == 1 { WOKE_ODD } else { WOKE_EVEN };
-                Op::Record { metric, value: cpu + 1 }
+        loop {
+            if let Some(op) = self.ops.pop_front() {
+                if matches!(op, Op::Write { chan, .. } if chan == self.to_waker) {
+                    self.round += 1;
+                }
+                return op;
             }
-            _ => {
-                self.round += 1;
-                Op::Write { chan: self.to_waker, bytes: MSG_BYTES }
+            if self.rounds == 0 {
+                return Op::Exit;
             }
+            self.rounds -= 1;
+            self.ops.extend([Op::SetAffinity { cpus: cpus(&[1]) }, Op::SetAffinity { cpus: cpus(&[0, 1]) }]);
+            if let Some(chan) = self.ready {
+                self.ops.push_back(Op::Write { chan, bytes: MSG_BYTES });
+            }
+            self.ops.extend([
+                Op::Read { chan: self.to_wakee, bytes: MSG_BYTES },
+                Op::GetCpu,
+                Op::Write { chan: self.to_waker, bytes: MSG_BYTES },
+            ]);
         }
     }
 }

@@ -94,11 +94,17 @@ fn a_policy_that_cannot_move_a_running_task_reports_it() {
 /// the wakee's previous CPU idle and returns it: the wakee wakes on CPU 1 in
 /// every round, whatever the waker slept. (The project's hosts put it on the
 /// waker's CPU in most rounds when the waker slept 200 us:
-/// tools/host-wake-pull/README.md.) Every round is counted, even and odd apart.
+/// tools/host-wake-pull/README.md.) So does a fresh wakee each round. Every round
+/// is counted, even and odd apart.
 #[test]
 fn upstream_wakes_the_wakee_on_its_idle_previous_cpu() {
     for policy in ["cfs@5.15", "eevdf@6.18"] {
-        for w in ["pull rounds=200 sleep_us=200", "pull rounds=200 sleep_us=200 sleep_odd_us=5", "pull rounds=200"] {
+        for w in [
+            "pull rounds=200 sleep_us=200",
+            "pull rounds=200 sleep_us=200 sleep_odd_us=5",
+            "pull rounds=200",
+            "pull rounds=200 fresh=1 sleep_us=100",
+        ] {
             let r = common::run("kvm-2", policy, w, 1);
             assert!(r.violations.is_empty(), "{policy} {w}: {:#?}", r.violations);
             let [(pe, ne), (po, no)] = PullProbe::pulled(&r);
