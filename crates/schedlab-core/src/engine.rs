@@ -198,6 +198,15 @@ impl LastResult {
     }
 }
 
+/// The program of a task killed by `Op::Kill`.
+struct Killed;
+
+impl Program for Killed {
+    fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
+        Op::Exit
+    }
+}
+
 /// Per-task execution state the policy never sees.
 struct TaskExec {
     program: Option<Box<dyn Program>>,
@@ -2218,6 +2227,13 @@ impl Engine {
             }
             Op::SetAffinity { cpus } => {
                 self.set_affinity(cpu, p, cpus);
+                Outcome::Continue
+            }
+            Op::Kill { task } => {
+                // Its program is done: the next operation it asks for is exit().
+                if let Some(e) = self.exec.get_mut(task).filter(|e| e.program.is_some()) {
+                    e.program = Some(Box::new(Killed));
+                }
                 Outcome::Continue
             }
             Op::Kernel { .. } | Op::Exec { .. } => Outcome::Continue,

@@ -110,6 +110,11 @@ pub enum Op {
     /// exit, the stopper's switch when it moves the task; the mask checks
     /// themselves are not costed.
     SetAffinity { cpus: CpuSet },
+    /// kill(pid, SIGKILL) of `task`, which exits when it next asks its program for
+    /// an operation: a CPU-bound task at the end of its current segment. A task
+    /// blocked in a system call is not woken for it (not modelled); a task that
+    /// has exited is left alone.
+    Kill { task: TaskId },
 }
 
 /// Which node's memory a stream uses.

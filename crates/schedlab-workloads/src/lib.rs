@@ -39,7 +39,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pipe", "pipe loops=L mode=process|thread (perf bench sched pipe)"),
     (
         "pull",
-        "pull [rounds=600] [fresh=0|1] [settle_spin=0|1] [spin_us=0] [sleep_us=0] [sleep_odd_us=sleep_us] (tools/host-wake-pull's probe: where a sync wakeup puts a wakee whose previous CPU is idle; Linux policies, 2 CPUs or more)",
+        "pull [rounds=600] [fresh=0|1] [settle_spin=0|1] [hog_prev=0|1] [hog_waker=0|1] [spin_us=0] [sleep_us=0] [sleep_odd_us=sleep_us] (tools/host-wake-pull's probe: where a sync wakeup puts a wakee whose previous CPU is idle; Linux policies, 2 CPUs or more)",
     ),
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100] [slice_us=0]"),
@@ -95,7 +95,7 @@ impl Workload {
             }
             "pull" => {
                 let b = PullProbe::from_params(&mut p)?;
-                p.finish("rounds, fresh, settle_spin, spin_us, sleep_us, sleep_odd_us")?;
+                p.finish("rounds, fresh, settle_spin, hog_prev, hog_waker, spin_us, sleep_us, sleep_odd_us")?;
                 Ok(Workload::Pull(b))
             }
             "pft" => {
@@ -187,6 +187,8 @@ impl Workload {
                     ("rounds", n(b.rounds)),
                     ("fresh", n(u64::from(b.fresh))),
                     ("settle_spin", n(u64::from(b.settle_spin))),
+                    ("hog_prev", n(u64::from(b.hog_prev))),
+                    ("hog_waker", n(u64::from(b.hog_waker))),
                     ("spin_us", n(b.spin_us)),
                     ("sleep_us", n(b.sleep_us)),
                     ("sleep_odd_us", n(b.sleep_odd_us)),
@@ -512,6 +514,7 @@ mod spec_tests {
             "pull",
             "pull rounds=10 spin_us=20 sleep_us=200 sleep_odd_us=5",
             "pull rounds=10 fresh=1 settle_spin=1 sleep_us=30",
+            "pull rounds=10 hog_prev=1 hog_waker=1",
             "pft threads=3 mb=5",
             "groupmix tasks=5 shares=2",
             "schbench threads=2 workers=3 slice_us=500",

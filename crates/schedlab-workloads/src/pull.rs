@@ -18,6 +18,7 @@ use schedlab_core::engine::{MARK_END, MARK_START};
 use schedlab_core::error::SpecError;
 use schedlab_core::program::{ChanId, ForkKind, Op, OpResult, Program};
 use schedlab_core::rng::SimRng;
+use schedlab_core::task::TaskId;
 use schedlab_core::RunResult;
 
 use crate::params::Params;
@@ -44,6 +45,10 @@ pub struct PullProbe {
     pub fresh: bool,
     /// Fresh mode: the 100 us wait for the wakee to block is spun, not slept.
     pub settle_spin: bool,
+    /// A CPU-bound task pinned to the wakee's previous CPU 1 (`--hog-prev`).
+    pub hog_prev: bool,
+    /// A CPU-bound task pinned to the waker's CPU 0 (`--hog-waker`).
+    pub hog_waker: bool,
     pub spin_us: u64,
     pub sleep_us: u64,
     pub sleep_odd_us: u64,
@@ -59,16 +64,19 @@ fn cpus(list: &[usize]) -> CpuSet {
 }
 
 impl PullProbe {
-    /// Reads `rounds=` (600), `fresh=` and `settle_spin=` (0 or 1, 0), `spin_us=`
+    /// Reads `rounds=` (600), `fresh=`, `settle_spin=`, `hog_prev=` and
+    /// `hog_waker=` (0 or 1, 0), `spin_us=`
     /// (0), `sleep_us=` (0) and `sleep_odd_us=` (as `sleep_us`).
     pub fn from_params(p: &mut Params) -> Result<Self, SpecError> {
         let rounds = p.u64_in("rounds", 600, 1, 1_000_000)?;
         let fresh = p.u64_in("fresh", 0, 0, 1)? == 1;
         let settle_spin = p.u64_in("settle_spin", 0, 0, 1)? == 1;
+        let hog_prev = p.u64_in("hog_prev", 0, 0, 1)? == 1;
+        let hog_waker = p.u64_in("hog_waker", 0, 0, 1)? == 1;
         let spin_us = p.u64_in("spin_us", 0, 0, 1_000_000)?;
         let sleep_us = p.u64_in("sleep_us", 0, 0, 1_000_000)?;
         let sleep_odd_us = p.u64_in("sleep_odd_us", sleep_us, 0, 1_000_000)?;
-        Ok(PullProbe { rounds, fresh, settle_spin, spin_us, sleep_us, sleep_odd_us })
+        Ok(PullProbe { rounds, fresh, settle_spin, hog_prev, hog_waker, spin_us, sleep_us, sleep_odd_us })
     }
 
     pub fn banner(&self) -> String {
@@ -114,7 +122,14 @@ impl PullProbe {
     }
 
     pub fn main_program(&self) -> Box<dyn Program> {
-        Box::new(Waker { b: self.clone(), pipes: Vec::new(), round: 0, ops: VecDeque::new(), stage: Stage::Setup })
+        Box::new(Waker {
+            b: self.clone(),
+            pipes: Vec::new(),
+            hogs: Vec::new(),
+            round: 0,
+            ops: VecDeque::new(),
+            stage: Stage::Setup,
+        })
     }
 
     /// The waker's gap before a wakeup: spin, then sleep (the odd rounds' sleep in
@@ -146,6 +161,8 @@ enum Stage {
 struct Waker {
     b: PullProbe,
     pipes: Vec<ChanId>,
+    /// The hogs started before the pipes, killed at the end (pull.c's SIGKILL).
+    hogs: Vec<TaskId>,
     round: u64,
     ops: VecDeque<Op>,
     stage: Stage,
@@ -162,8 +179,11 @@ impl Waker {
 
 impl Program for Waker {
     fn next(&mut self, last: OpResult, _rng: &mut SimRng) -> Op {
-        if let OpResult::Chan(c) = last {
-            self.pipes.push(c);
+        match last {
+            OpResult::Chan(c) => self.pipes.push(c),
+            // Forked before the pipes: a hog.
+            OpResult::Task(t) if self.pipes.is_empty() => self.hogs.push(t),
+            _ => {}
         }
         loop {
             if let Some(op) = self.ops.pop_front() {
@@ -171,6 +191,12 @@ impl Program for Waker {
             }
             match self.stage {
                 Stage::Setup if self.pipes.is_empty() => {
+                    for (on, cpu) in [(self.b.hog_prev, 1), (self.b.hog_waker, 0)] {
+                        if on {
+                            let program = Box::new(Hog { cpu, pinned: false });
+                            self.ops.push_back(Op::Fork { kind: ForkKind::Process, comm: Some("pull-hog".into()), program });
+                        }
+                    }
                     self.ops.push_back(Op::SetAffinity { cpus: cpus(&[0]) });
                     self.ops.extend([Op::Pipe, Op::Pipe, Op::Pipe]);
                 }
@@ -185,10 +211,11 @@ impl Program for Waker {
                 }
                 Stage::Rounds if self.round == self.b.rounds => {
                     self.stage = Stage::Done;
-                    if !self.b.fresh {
-                        self.ops.push_back(Op::WaitChild);
-                    }
-                    self.ops.extend([Op::Mark { label: MARK_END }, Op::Exit]);
+                    self.ops.push_back(Op::Mark { label: MARK_END });
+                    self.ops.extend(self.hogs.iter().map(|&task| Op::Kill { task }));
+                    let children = self.hogs.len() + usize::from(!self.b.fresh);
+                    self.ops.extend((0..children).map(|_| Op::WaitChild));
+                    self.ops.push_back(Op::Exit);
                 }
                 Stage::Rounds => {
                     let r = self.round;
@@ -214,6 +241,23 @@ impl Program for Waker {
                 Stage::Done => return Op::Exit,
             }
         }
+    }
+}
+
+/// A CPU-bound task pinned to `cpu`, computing a millisecond at a time until
+/// it is killed.
+struct Hog {
+    cpu: usize,
+    pinned: bool,
+}
+
+impl Program for Hog {
+    fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
+        if !self.pinned {
+            self.pinned = true;
+            return Op::SetAffinity { cpus: cpus(&[self.cpu]) };
+        }
+        Op::Compute { ns: 1_000_000 }
     }
 }
 

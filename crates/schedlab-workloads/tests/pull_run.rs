@@ -118,8 +118,8 @@ fn upstream_wakes_the_wakee_on_its_idle_previous_cpu() {
 /// HOST_VCPU_PACK_IDLE (a reading under test): the wakee joins the waker's CPU
 /// when that CPU was busy at most 15% (30 us) of the last 200 us. A waker that
 /// spun 40 us and then slept 200 us has that room; one that slept only 150 us
-/// after it, or spun 100 us and slept 50, has not, and the wakee stays on its
-/// idle previous CPU as upstream would put it.
+/// after it, or spun 100 us and slept 50, has not, and the wakee is placed as
+/// upstream places it, on its idle previous CPU.
 #[test]
 fn host_vcpu_pack_idle_packs_when_the_wakers_cpu_was_idle_over_the_window() {
     let policy = "eevdf@6.18+HOST_VCPU_PACK_IDLE";
@@ -132,5 +132,22 @@ fn host_vcpu_pack_idle_packs_when_the_wakers_cpu_was_idle_over_the_window() {
         assert!(r.violations.is_empty(), "{w}: {:#?}", r.violations);
         let [(pe, ne), (po, no)] = PullProbe::pulled(&r);
         assert_eq!((pe + po, ne + no), (packed, 200), "{w}");
+    }
+}
+
+/// The probe's hogs (pull.c's `--hog-prev`, `--hog-waker`), killed at the end:
+/// with the wakee's previous CPU busy, upstream's sync wakeup from a CPU running
+/// only the waker keeps the waker's CPU (select_idle_sibling() finds nothing
+/// idle), every round; with the waker's CPU busy, wake_affine_weight() keeps the
+/// idle previous CPU. (The hosts: 97-98% and 0%.)
+#[test]
+fn with_a_hog_on_one_side_upstream_places_as_its_code_says() {
+    for (w, packed) in [("pull rounds=100 sleep_us=200 hog_prev=1", 100), ("pull rounds=100 sleep_us=200 hog_waker=1", 0)] {
+        let r = common::run("kvm-2", "eevdf@6.18", w, 1);
+        assert!(r.violations.is_empty(), "{w}: {:#?}", r.violations);
+        assert!(!r.timed_out, "{w}: the hogs were killed and reaped");
+        let [(pe, ne), (po, no)] = PullProbe::pulled(&r);
+        assert_eq!((ne + no), 100, "{w}");
+        assert!((pe + po).abs_diff(packed) <= 2, "{w}: {} of 100 on the waker's CPU", pe + po);
     }
 }

@@ -130,8 +130,10 @@ pub struct Features {
     /// select_idle_sibling(), when that CPU was busy for at most
     /// VCPU_PACK_BUSY_PCT of the last VCPU_PACK_WINDOW_NS (`vcpu_pack_room()`,
     /// a name from the hosts' fair.c symbols; its body is not known); otherwise
-    /// the wakee stays on its previous CPU as with HOST_VCPU_PACK. Inferred from
-    /// the wake-pull probe's grid of one host state (tools/host-wake-pull/).
+    /// the wakeup is placed as upstream places it. Inferred from the wake-pull
+    /// probe (tools/host-wake-pull/): with the wakee's previous vCPU busy the
+    /// hosts place as upstream does; with it idle they pack onto a waker's vCPU
+    /// that was idle, where upstream wakes the idle previous vCPU.
     pub host_vcpu_pack_idle: bool,
 }
 

@@ -188,13 +188,10 @@ impl Cfs {
                 break;
             }
             if want_affine && d.flags & SD_WAKE_AFFINE != 0 && d.span.contains(prev_cpu) {
-                if cpu != prev_cpu && self.feat.host_vcpu_pack_idle && wakeup {
+                if cpu != prev_cpu && self.feat.host_vcpu_pack_idle && wakeup && self.vcpu_pack_room(sys, cpu) {
                     // HOST_VCPU_PACK_IDLE (a reading under test, not upstream):
-                    // onto the waker's CPU if it has room, else stay.
-                    if self.vcpu_pack_room(sys, cpu) {
-                        return cpu;
-                    }
-                    new_cpu = prev_cpu;
+                    // onto the waker's CPU when it has room; else as upstream.
+                    return cpu;
                 } else if cpu != prev_cpu {
                     new_cpu = self.wake_affine(sys, i, p, waker, cpu, prev_cpu, flags.sync);
                 }
