@@ -7,7 +7,8 @@
 //! spins `spin_us` (its CPU busy), then sleeps `sleep_us` (`sleep_odd_us` in odd
 //! rounds; its CPU idle meanwhile), as pull.c's `--spin` and `--sleep`. With
 //! `fresh=1` a new wakee is forked every round (pull.c's `--fresh`, and
-//! `settle_spin=1` its `--settle-spin`).
+//! `settle_spin=1` its `--settle-spin`); `hog_prev=1` and `hog_waker=1` add its
+//! CPU-bound hogs on CPU 1 and CPU 0, killed once the rounds are done.
 //! The result is the share of rounds the wakee woke on the waker's CPU 0, even
 //! and odd rounds apart, beside what the probe prints on a real machine.
 
