@@ -1,4 +1,4 @@
-//! The runqueue fields the balancer's group scans read, one dense row per CPU.
+//! The runqueue fields the balancer's group scans read, in one array per field.
 //!
 //! `update_sg_lb_stats()` visits every CPU of every group of the domain being
 //! balanced: from v5.16 newly idle balancing runs whenever the CPU's average
@@ -15,8 +15,7 @@
 //! count mark the CPU, and [`Cfs::scan_rows_refresh`] rewrites the marked rows
 //! before a scan.
 
-use super::domains::KernelVersion;
-use super::fair::{Cfs, Rq};
+use super::fair::Cfs;
 
 /// One CPU's scanned fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,21 +30,6 @@ pub struct ScanRow {
     pub h_nr_running: u32,
     /// What the balancer counts: `h_nr_runnable()` of the release.
     pub nr_runnable: u32,
-}
-
-impl ScanRow {
-    /// The row as `rq` holds it now.
-    pub fn of(rq: &Rq, version: KernelVersion) -> ScanRow {
-        let h_nr_running = rq.cfs.h_nr_running;
-        let nr_runnable = if version >= KernelVersion::V6_18 { h_nr_running - rq.nr_delayed } else { h_nr_running };
-        ScanRow {
-            load_avg: rq.cfs.avg.load_avg,
-            util: rq.cfs.avg.util_avg.min(rq.cpu_capacity),
-            runnable_avg: rq.cfs.avg.runnable_load_avg,
-            h_nr_running: h_nr_running as u32,
-            nr_runnable: nr_runnable as u32,
-        }
-    }
 }
 
 /// The rows, one array per field, and which of them are stale.
@@ -106,11 +90,24 @@ impl ScanRows {
 }
 
 impl Cfs {
+    /// CPU `cpu`'s row as its runqueue holds it now, through the accessors the
+    /// kernel's scans use.
+    pub fn scan_row(&self, cpu: usize) -> ScanRow {
+        ScanRow {
+            load_avg: self.cpu_load(cpu),
+            util: self.cpu_util(cpu),
+            runnable_avg: self.cpu_runnable(cpu),
+            h_nr_running: self.rq[cpu].cfs.h_nr_running as u32,
+            nr_runnable: self.h_nr_runnable(cpu) as u32,
+        }
+    }
+
     /// Rewrites every stale row from its runqueue.
     pub fn scan_rows_refresh(&mut self) {
         let mut stale = std::mem::take(&mut self.scan.stale_list);
         for &cpu in &stale {
-            self.scan.set(cpu, ScanRow::of(&self.rq[cpu], self.version));
+            let row = self.scan_row(cpu);
+            self.scan.set(cpu, row);
             self.scan.stale[cpu] = false;
         }
         stale.clear();
@@ -122,7 +119,7 @@ impl Cfs {
     pub(crate) fn debug_check_scan_row(&self, cpu: usize) {
         debug_assert_eq!(
             self.scan.row(cpu),
-            ScanRow::of(&self.rq[cpu], self.version),
+            self.scan_row(cpu),
             "the balancer's scan row of CPU {cpu} is stale: a root cfs_rq change did not mark it"
         );
     }
