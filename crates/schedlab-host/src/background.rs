@@ -100,6 +100,10 @@ impl Kind {
     }
 }
 
+/// The longest mean run a background kind may have (`MachineProfile::check`'s
+/// bound on `background[].run_ns`).
+const MAX_BACKGROUND_RUN_NS: u64 = 10_000_000;
+
 /// Summarises a recording of `span_ns` on `ncpus` CPUs: every run of a thread
 /// other than the idle task and `own` threads, from its switch-in to its
 /// switch-out (a run already under way when the recording started is left out).
@@ -163,6 +167,13 @@ pub fn summarise(text: &str, span_ns: u64, ncpus: usize, own: &dyn Fn(u32) -> bo
     let mut threads = Vec::new();
     let mut runs = Vec::new();
     for ((comm, per_cpu), k) in ranked {
+        // A kind whose runs last longer than a profile's background thread may
+        // (MachineProfile::check: 10 ms) is a CPU-bound task that ran during the
+        // recording (another program's work, a parallel build or test), not the
+        // machine's background: left out, so the profile stays readable.
+        if k.run_ns() > MAX_BACKGROUND_RUN_NS {
+            continue;
+        }
         let threads_of_kind = if per_cpu { ncpus.max(1) as u64 } else { 1 };
         let mean_interval_ns = (span_ns * threads_of_kind / k.runs).clamp(10_000, 3_600_000_000_000);
         let run_ns = k.run_ns().clamp(1, mean_interval_ns - 1);
@@ -221,6 +232,28 @@ mod tests {
         let kw = &s.threads[1];
         // 3 runs over 2 threads in 1 s: one per 667 ms per thread.
         assert_eq!((kw.comm.as_str(), kw.per_cpu, kw.mean_interval_ns, kw.run_ns), ("kworker", true, 666_666_666, 20_000));
+    }
+
+    /// A kind running 15 ms at a time (a CPU-bound program that ran during the
+    /// recording) is not background: left out, and the profile written from the
+    /// rest stays within what a profile accepts.
+    #[test]
+    fn a_cpu_bound_kind_is_not_background() {
+        let sw = |cpu: u32, t_us: u64, prev: &str, ppid: u32, next: &str, npid: u32| {
+            format!(
+                "          <idle>-0       [{cpu:03}] d..2.  {}.{:06}: sched_switch: prev_comm={prev} prev_pid={ppid} prev_prio=120 prev_state=S ==> next_comm={next} next_pid={npid} next_prio=120\n",
+                t_us / 1_000_000,
+                t_us % 1_000_000
+            )
+        };
+        let mut text = String::from("# tracer: nop\n");
+        text += &sw(0, 100, "swapper/0", 0, "cargo", 500);
+        text += &sw(0, 15_100, "cargo", 500, "kdamond.0", 76);
+        text += &sw(0, 16_100, "kdamond.0", 76, "swapper/0", 0);
+        let s = summarise(&text, 1_000_000_000, 2, &|_| false).unwrap();
+        let kinds: Vec<&str> = s.threads.iter().map(|t| t.comm.as_str()).collect();
+        assert_eq!(kinds, vec!["kdamond"]);
+        assert_eq!(s.runs, vec![(1, 1_000_000)]);
     }
 
     /// CPU 1's switches out of the idle task are not traced (this project's
