@@ -89,7 +89,7 @@ pub fn run(quick: bool, json: bool, repeat: usize) -> Result<(), Failure> {
         }
         rounds.push(rows);
     }
-    let rows: Vec<serde_json::Value> = (0..rounds[0].len()).map(|c| median_row(&rounds, c)).collect();
+    let rows: Vec<serde_json::Value> = (0..rounds[0].len()).map(|c| median_row(&rounds, c)).collect::<Result<_, _>>()?;
     if json {
         let doc = json!({ "seed": 1, "quick": quick, "repeat": repeat, "rows": rows, "eevdf_ratios": eevdf_ratios(&rounds) });
         println!("{}", serde_json::to_string_pretty(&doc).expect("a json! value serialises"));
@@ -151,10 +151,16 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[(xs.len() - 1) / 2]
 }
 
+/// The smallest and the largest of `xs` (positive values).
+fn min_max(xs: &[f64]) -> (f64, f64) {
+    xs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)))
+}
+
 /// Cell `c` over the rounds: the round with the median wall time, with every
 /// round's wall time beside it (`wall_s_rounds`) and the largest peak memory.
-/// The rounds simulate the same run, so their digests must agree.
-fn median_row(rounds: &[Vec<serde_json::Value>], c: usize) -> serde_json::Value {
+/// The rounds simulate the same run, so their digests must agree: if not, the
+/// simulator is not deterministic, and the benchmark says so instead of timing it.
+fn median_row(rounds: &[Vec<serde_json::Value>], c: usize) -> Result<serde_json::Value, Failure> {
     let walls: Vec<f64> = rounds.iter().map(|r| r[c]["wall_s"].as_f64().unwrap_or(0.0)).collect();
     let mid = median(walls.clone());
     let k = walls.iter().position(|&w| w == mid).expect("the median is one of the values");
@@ -163,8 +169,13 @@ fn median_row(rounds: &[Vec<serde_json::Value>], c: usize) -> serde_json::Value 
     row["peak_rss_mib"] = json!(peak);
     row["wall_s_rounds"] = json!(walls);
     let digests: Vec<&serde_json::Value> = rounds.iter().map(|r| &r[c]["digest"]).collect();
-    assert!(digests.windows(2).all(|w| w[0] == w[1]), "bench: one run gave two digests: {digests:?}");
-    row
+    if digests.windows(2).any(|w| w[0] != w[1]) {
+        return Err(Failure::Run(format!(
+            "bench: {} {} gave two digests over the rounds: {digests:?}",
+            row["scenario"], row["policy"]
+        )));
+    }
+    Ok(row)
 }
 
 /// Each EEVDF release's simulated messages per wall second over cfs@5.15's on the
@@ -184,7 +195,7 @@ fn eevdf_ratios(rounds: &[Vec<serde_json::Value>]) -> Vec<serde_json::Value> {
             if ratios.is_empty() {
                 continue;
             }
-            let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+            let (lo, hi) = min_max(&ratios);
             cells.push(json!({ "policy": p, "median": median(ratios.clone()), "min": lo, "max": hi, "rounds": ratios }));
         }
         out.push(json!({ "scenario": sc.name, "ratios": cells }));
@@ -198,7 +209,7 @@ fn text_row(r: &serde_json::Value) -> String {
     // The rounds' wall times around the median, as a percentage of it.
     let walls: Vec<f64> =
         r["wall_s_rounds"].as_array().map(|a| a.iter().filter_map(|w| w.as_f64()).collect()).unwrap_or_default();
-    let (lo, hi) = walls.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+    let (lo, hi) = min_max(&walls);
     let spread = if walls.len() > 1 { format!("{:.0}%", (hi - lo) / f("wall_s") * 100.0) } else { "-".to_string() };
     format!(
         "{:<26} {:<10} {:<12} {:>6} {:>6} {:>10} {:>7.3} {:>7} {:>9.2} {:>8.2} {:>7.3} {:>12.3} {:>9.1}",

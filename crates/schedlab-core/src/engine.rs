@@ -1574,19 +1574,31 @@ impl Engine {
     /// `sched_setaffinity()` of running task `p` on `cpu`, at the end of the
     /// call's segment: the new mask; and when `cpu` is not in it,
     /// `affine_move_task()` (kernel/sched/core.c, v5.15 to v6.18) has the
-    /// stopper preempt `p` and push it to `cpumask_any_and_distribute()`'s CPU:
-    /// the first allowed CPU after the one this CPU's last such call chose
+    /// stopper preempt `p` and push it to `cpumask_any_and_distribute()`'s CPU,
+    /// picked at every change of mask (`__set_cpus_allowed_ptr_locked()`): the
+    /// first allowed CPU after the one this CPU's last pick chose
     /// (`distribute_cpu_mask_prev`), wrapping. The call returns on that CPU. The
     /// stopper's run costs `cpu` one more context switch, as at exec.
     fn set_affinity(&mut self, cpu: usize, p: TaskId, cpus: CpuSet) {
         let ncpus = self.sys.ncpus();
-        let allowed: Vec<usize> = cpus.iter().filter(|&c| c < ncpus).collect();
-        if allowed.is_empty() {
+        // The mask as far as this machine goes (the kernel's cpu_valid_mask).
+        let mut mask = CpuSet::new(ncpus);
+        cpus.iter().filter(|&c| c < ncpus).for_each(|c| mask.set(c));
+        let allowed = mask.count();
+        if allowed == 0 {
             // The kernel refuses an empty or offline mask (EINVAL): nothing changes.
             self.violation(format!("task {p} asked for an affinity mask with no CPU of this machine"));
             return;
         }
-        self.sys.tasks[p].allowed = if allowed.len() == ncpus { None } else { Some(cpus) };
+        // Picked on every change of mask, used only if the task must move.
+        let dest = mask.next_wrap(self.distribute_prev[cpu] + 1).expect("a CPU is allowed");
+        let allowed = (allowed < ncpus).then_some(mask);
+        if allowed == self.sys.tasks[p].allowed {
+            // The same mask: __set_cpus_allowed_ptr_locked() returns at once.
+            return;
+        }
+        self.distribute_prev[cpu] = dest;
+        self.sys.tasks[p].allowed = allowed;
         if self.sys.tasks[p].can_run_on(cpu) {
             return;
         }
@@ -1594,9 +1606,6 @@ impl Engine {
             self.violation(format!("sched_setaffinity() moving running task {p} is not modelled by this policy"));
             return;
         }
-        let prev = self.distribute_prev[cpu];
-        let dest = allowed.iter().copied().find(|&c| c > prev).unwrap_or(allowed[0]);
-        self.distribute_prev[cpu] = dest;
         self.policy.push_running_task(&mut self.sys, cpu, p, dest);
         self.process_requests();
         self.sys.charge(cpu, Charge::Sched, self.sys.cost.context_switch_ns);

@@ -371,7 +371,9 @@ pub struct System {
     working: Vec<bool>,
     wasted_ns: u64,
     wasted_since_ns: u64,
-    /// Per CPU: its recent busy periods, for `busy_ns_within()`.
+    /// Per CPU: its recent busy periods, for `busy_ns_within()`; empty unless a
+    /// policy asked for them (`track_busy_periods()`), so that other runs do not
+    /// pay for them at every switch.
     busy_periods: Vec<BusyPeriods>,
 }
 
@@ -417,7 +419,7 @@ impl System {
             working: vec![false; n],
             wasted_ns: 0,
             wasted_since_ns: start_ns,
-            busy_periods: vec![BusyPeriods::default(); n],
+            busy_periods: Vec::new(),
             topo,
             cost,
             tasks: Vec::new(),
@@ -677,22 +679,30 @@ impl System {
             self.idle_count += 1;
             self.idle_mask.set(cpu);
         }
-        let periods = &mut self.busy_periods[cpu];
-        if state == CpuState::Busy {
-            periods.since = Some(self.now_ns);
-        } else if let Some(since) = periods.since.take() {
-            periods.ended[periods.next] = (since, self.now_ns);
-            periods.next = (periods.next + 1) % BUSY_PERIODS;
+        if let Some(periods) = self.busy_periods.get_mut(cpu) {
+            if state == CpuState::Busy {
+                periods.since = Some(self.now_ns);
+            } else if let Some(since) = periods.since.take() {
+                periods.ended[periods.next] = (since, self.now_ns);
+                periods.next = (periods.next + 1) % BUSY_PERIODS;
+            }
         }
         self.cpu_state[cpu] = state;
     }
 
+    /// Keep each CPU's recent busy periods from now on, for `busy_ns_within()`
+    /// (a policy asks at boot, before any CPU runs).
+    pub fn track_busy_periods(&mut self) {
+        self.busy_periods = vec![BusyPeriods::default(); self.ncpus()];
+    }
+
     /// How long `cpu` ran tasks (`CpuState::Busy`) in the last `window_ns`, from
     /// its last 16 busy periods and the one under way (a CPU switching more
-    /// often than that within the window counts only those).
+    /// often than that within the window counts only those). Needs
+    /// `track_busy_periods()`.
     pub fn busy_ns_within(&self, cpu: usize, window_ns: u64) -> u64 {
         let from = self.now_ns.saturating_sub(window_ns);
-        let periods = &self.busy_periods[cpu];
+        let periods = self.busy_periods.get(cpu).expect("busy periods kept (track_busy_periods())");
         let overlap = |(a, b): (u64, u64)| b.min(self.now_ns).saturating_sub(a.max(from));
         let current = periods.since.map_or(0, |since| overlap((since, self.now_ns)));
         current + periods.ended.iter().map(|&p| overlap(p)).sum::<u64>()

@@ -1208,6 +1208,10 @@ impl Cfs {
 impl Cfs {
     fn boot(&mut self, sys: &mut System) {
         self.boot_on(&sys.topo, sys.tick_ns);
+        if self.feat.host_vcpu_pack_idle {
+            // vcpu_pack_room() reads each CPU's recent busy time.
+            sys.track_busy_periods();
+        }
     }
 
     /// Boot on a machine: scaled sysctls, domains, per-CPU runqueues.
@@ -1254,7 +1258,8 @@ impl Cfs {
                 nr_delayed: 0,
             })
             .collect();
-        self.scan = super::scan::ScanRows::new(n);
+        // Only the v5.5+ balancer scans through the rows.
+        self.scan = if self.reworked_balancer() { super::scan::ScanRows::new(n) } else { super::scan::ScanRows::default() };
     }
 }
 

@@ -59,11 +59,12 @@ impl ScanRows {
         }
     }
 
-    /// `cpu`'s root cfs_rq may have changed.
+    /// `cpu`'s root cfs_rq may have changed. Nothing to do without rows (the
+    /// balancers before v5.5 do not read them).
     #[inline]
     pub fn mark(&mut self, cpu: usize) {
-        if !self.stale[cpu] {
-            self.stale[cpu] = true;
+        if let Some(stale) = self.stale.get_mut(cpu).filter(|s| !**s) {
+            *stale = true;
             self.stale_list.push(cpu);
         }
     }

@@ -188,11 +188,12 @@ impl Cfs {
                 break;
             }
             if want_affine && d.flags & SD_WAKE_AFFINE != 0 && d.span.contains(prev_cpu) {
-                if cpu != prev_cpu && self.feat.host_vcpu_pack_idle && wakeup && self.vcpu_pack_room(sys, cpu) {
+                if cpu != prev_cpu {
                     // HOST_VCPU_PACK_IDLE (a reading under test, not upstream):
                     // onto the waker's CPU when it has room; else as upstream.
-                    return cpu;
-                } else if cpu != prev_cpu {
+                    if self.feat.host_vcpu_pack_idle && self.vcpu_pack_room(sys, cpu) {
+                        return cpu;
+                    }
                     new_cpu = self.wake_affine(sys, i, p, waker, cpu, prev_cpu, flags.sync);
                 }
                 sd = None;
