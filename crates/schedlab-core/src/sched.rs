@@ -375,6 +375,11 @@ pub struct System {
     /// policy asked for them (`track_busy_periods()`), so that other runs do not
     /// pay for them at every switch.
     busy_periods: Vec<BusyPeriods>,
+    /// Per CPU: whether its `CpuState` changed since a policy last took the
+    /// changes, and those CPUs in order, each once; empty unless a policy asked
+    /// for them (`track_state_changes()`).
+    state_changed: Vec<bool>,
+    state_changed_list: Vec<usize>,
 }
 
 /// A CPU's last `BUSY_PERIODS` busy periods (running a task: `CpuState::Busy`)
@@ -420,6 +425,8 @@ impl System {
             wasted_ns: 0,
             wasted_since_ns: start_ns,
             busy_periods: Vec::new(),
+            state_changed: Vec::new(),
+            state_changed_list: Vec::new(),
             topo,
             cost,
             tasks: Vec::new(),
@@ -453,12 +460,6 @@ impl System {
 
     pub fn cpu_state(&self, cpu: usize) -> CpuState {
         self.cpu_state[cpu]
-    }
-
-    /// The states of CPUs `cpus`, for a scan that walks a range of them.
-    #[inline]
-    pub fn cpu_states(&self, cpus: std::ops::Range<usize>) -> &[CpuState] {
-        &self.cpu_state[cpus]
     }
 
     /// The task running on `cpu` (`rq->curr`), None for the idle task.
@@ -687,7 +688,33 @@ impl System {
                 periods.next = (periods.next + 1) % BUSY_PERIODS;
             }
         }
+        if let Some(changed) = self.state_changed.get_mut(cpu).filter(|c| !**c) {
+            *changed = true;
+            self.state_changed_list.push(cpu);
+        }
         self.cpu_state[cpu] = state;
+    }
+
+    /// Keep the CPUs whose state changes from now on, for `take_state_changes()`
+    /// (a policy that keeps its own copy of which CPUs are idle asks once).
+    pub fn track_state_changes(&mut self) {
+        self.state_changed = vec![false; self.ncpus()];
+        self.state_changed_list.clear();
+    }
+
+    /// Whether `track_state_changes()` was asked for.
+    pub fn state_changes_tracked(&self) -> bool {
+        !self.state_changed.is_empty()
+    }
+
+    /// Calls `f` for every CPU whose state changed since the last call, each
+    /// once, in the order of their first change, and forgets them.
+    pub fn take_state_changes(&mut self, mut f: impl FnMut(usize)) {
+        for &cpu in &self.state_changed_list {
+            self.state_changed[cpu] = false;
+            f(cpu);
+        }
+        self.state_changed_list.clear();
     }
 
     /// Keep each CPU's recent busy periods from now on, for `busy_ns_within()`

@@ -10,7 +10,7 @@
 //! holds what v5.5 replaced. Line numbers are fair.c of v5.10 / v5.15.
 
 use schedlab_core::cpuset::CpuSet;
-use schedlab_core::sched::{CpuState, System};
+use schedlab_core::sched::System;
 use schedlab_core::task::TaskId;
 
 use super::balance::IdleType;
@@ -169,41 +169,21 @@ impl Cfs {
 
     /// `update_sg_lb_stats()` (v5.10 L8377; v5.15 L8605). Sets `overload` when a
     /// CPU has more than one task. v6.18 counts runnable tasks (`h_nr_runnable`).
-    fn sg_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool) -> Sg5 {
+    /// The sums come from the running sums kept per group (`cfs/scan.rs`).
+    fn sg_stats5(&self, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool) -> Sg5 {
         let mut s = Sg5::empty(gi, g.weight, g.capacity);
-        let overloaded = self.sum_cpus5(sys, &g.span_runs, &mut s);
-        *overload |= overloaded;
+        let sums = self.scan.group_sums(g);
+        s.group_load = sums.load_avg;
+        s.group_util = sums.util;
+        s.group_runnable = sums.runnable_avg;
+        s.sum_nr_running = sums.nr_runnable;
+        s.idle_cpus = sums.idle_cpus;
+        *overload |= sums.overloaded_cpus > 0;
         s.group_type = group_classify(pct, &s);
         if s.group_type == GroupType::Overloaded {
             s.avg_load = s.group_load * SCALE / s.group_capacity;
         }
         s
-    }
-
-    /// The per-CPU sums of `update_sg_lb_stats()` over the runs of CPUs `runs`;
-    /// whether one of them has more than one task. Each sum is a loop of its
-    /// own over consecutive words, without a branch, which the compiler turns
-    /// into vector adds: a thousand-CPU machine's newly idle passes run it for
-    /// tens of millions of CPUs a simulated second.
-    fn sum_cpus5(&self, sys: &System, runs: &[std::ops::Range<usize>], s: &mut Sg5) -> bool {
-        let scan = &self.scan;
-        let mut max_nr = 0;
-        for run in runs {
-            #[cfg(debug_assertions)]
-            run.clone().for_each(|i| self.debug_check_scan_row(i));
-            let r = run.clone();
-            s.group_load += scan.load_avg[r.clone()].iter().sum::<u64>();
-            s.group_util += scan.util[r.clone()].iter().sum::<u64>();
-            s.group_runnable += scan.runnable_avg[r.clone()].iter().sum::<u64>();
-            let nr = &scan.nr_runnable[r.clone()];
-            s.sum_nr_running += nr.iter().map(|&n| u64::from(n)).sum::<u64>();
-            max_nr = nr.iter().fold(max_nr, |m, &n| m.max(n));
-            // idle_cpu() (nr is then 0 too): nothing queued at all, delayed tasks
-            // included, and the CPU idle.
-            let idle = scan.h_nr_running[r.clone()].iter().zip(sys.cpu_states(r));
-            s.idle_cpus += idle.map(|(&h, &state)| u64::from((h == 0) & (state == CpuState::Idle))).sum::<u64>();
-        }
-        max_nr > 1
     }
 
     /// `update_sd_pick_busiest()` (v5.10 L8465): should `sg` replace `busiest`?
@@ -247,7 +227,7 @@ impl Cfs {
             return (0, false);
         }
         // update_sd_lb_stats() (v5.10 L8991).
-        self.scan_rows_refresh();
+        self.scan_rows_refresh(sys);
         let mut overload = false;
         let mut local: Option<Sg5> = None;
         let mut busiest: Option<Sg5> = None;
@@ -258,7 +238,9 @@ impl Cfs {
         let groups = std::mem::take(&mut self.doms[this_cpu].domains[sd_idx].groups);
         for (i, g) in groups.iter().enumerate() {
             scanned += g.weight;
-            let s = self.sg_stats5(sys, i, g, pct, &mut overload);
+            #[cfg(debug_assertions)]
+            self.debug_check_group_sums(sys, g);
+            let s = self.sg_stats5(i, g, pct, &mut overload);
             total_load += s.group_load;
             total_capacity += s.group_capacity;
             sum_util += s.group_util;
@@ -533,7 +515,7 @@ impl Cfs {
         let avg = &self.se[p].avg;
         for i in g.span_runs.iter().flat_map(|run| run.clone()).filter(|&i| sys.tasks[p].can_run_on(i)) {
             #[cfg(debug_assertions)]
-            self.debug_check_scan_row(i);
+            self.debug_check_scan_row(sys, i);
             let row = self.scan.row(i);
             s.group_weight += 1;
             let local = p_cpu == Some(i);
@@ -583,7 +565,7 @@ impl Cfs {
         let mut local: Option<Sg5> = None;
         let mut idlest: Option<(usize, Sg5)> = None;
         let mut scanned = 0u64;
-        self.scan_rows_refresh();
+        self.scan_rows_refresh(sys);
         let p_h_load = if self.se[p].on_rq {
             let jiffies = self.jiffies(sys.now_ns);
             self.task_h_load(p, jiffies)

@@ -287,6 +287,10 @@ pub struct SchedGroupData {
     /// balancer's scans walk slices instead of a thousand-bit mask. Same CPUs,
     /// same order. Shared, like the span, by the CPUs that list the group.
     pub span_runs: Arc<[std::ops::Range<usize>]>,
+    /// Which of the machine's distinct group spans this is (0, 1, ...): groups
+    /// of equal spans share one number, overlapping NUMA groups built per CPU
+    /// included. The balancer keeps its running sums per span (`cfs/scan.rs`).
+    pub span_id: usize,
 }
 
 /// One scheduling domain of one CPU, as `sd_init()` creates it and `cpu_attach_domain()`
@@ -613,6 +617,7 @@ fn plain_groups(
     cpu: usize,
     caps: &[u64],
     shared: &mut BTreeMap<(usize, usize, bool), SchedGroup>,
+    span_ids: &mut SpanIds,
 ) -> Vec<SchedGroup> {
     let ncpus = chains.len();
     let span = &chains[cpu][level].span;
@@ -636,7 +641,7 @@ fn plain_groups(
                 one.set(i);
                 one
             };
-            make_group(Arc::new(group_span.clone()), &group_span, caps)
+            make_group(Arc::new(group_span.clone()), &group_span, caps, span_ids)
         });
         covered.union_with(&g.span);
         groups.push(g.clone());
@@ -657,6 +662,7 @@ fn overlap_groups(
     cpu: usize,
     version: KernelVersion,
     caps: &[u64],
+    span_ids: &mut SpanIds,
 ) -> Vec<SchedGroup> {
     let ncpus = chains.len();
     let span = &chains[cpu][level].span;
@@ -684,7 +690,7 @@ fn overlap_groups(
         let group_span = if sibling > 0 { chain[sibling - 1].span.clone() } else { chain[sibling].span.clone() };
         covered.union_with(&group_span);
         let balance = balance_mask(chains, sibling, &group_span);
-        groups.push(make_group(Arc::new(group_span), &balance, caps));
+        groups.push(make_group(Arc::new(group_span), &balance, caps, span_ids));
     }
     groups
 }
@@ -701,9 +707,12 @@ fn balance_mask(chains: &[Vec<SchedDomain>], level: usize, group_span: &CpuSet) 
     mask
 }
 
+/// The numbers given to distinct group spans, by the span's runs of CPUs.
+type SpanIds = BTreeMap<Vec<(usize, usize)>, usize>;
+
 /// A group with its summed capacity and the first CPU of `balance` (of the span if the
 /// balance mask came out empty, which the kernel warns about).
-fn make_group(span: Arc<CpuSet>, balance: &CpuSet, caps: &[u64]) -> SchedGroup {
+fn make_group(span: Arc<CpuSet>, balance: &CpuSet, caps: &[u64], span_ids: &mut SpanIds) -> SchedGroup {
     let capacity = span.iter().map(|c| caps[c]).sum();
     let balance_cpu = balance.next_from(0).or_else(|| span.next_from(0)).unwrap_or(0);
     let weight = span.count() as u64;
@@ -714,7 +723,9 @@ fn make_group(span: Arc<CpuSet>, balance: &CpuSet, caps: &[u64]) -> SchedGroup {
             _ => span_runs.push(c..c + 1),
         }
     }
-    SchedGroup(Arc::new(SchedGroupData { span, capacity, balance_cpu, weight, span_runs: span_runs.into() }))
+    let next_id = span_ids.len();
+    let span_id = *span_ids.entry(span_runs.iter().map(|r| (r.start, r.end)).collect()).or_insert(next_id);
+    SchedGroup(Arc::new(SchedGroupData { span, capacity, balance_cpu, weight, span_runs: span_runs.into(), span_id }))
 }
 
 /// `sd_degenerate()`: a domain of one CPU, or one whose only group makes its
@@ -820,13 +831,14 @@ pub fn build(topo: &Topology, version: KernelVersion) -> Vec<CpuDomains> {
     // Groups, built on the complete (not yet pruned) chains.
     let mut all_groups: Vec<Vec<Vec<SchedGroup>>> = Vec::with_capacity(ncpus);
     let mut shared = BTreeMap::new();
+    let mut span_ids = SpanIds::new();
     for (cpu, chain) in chains.iter().enumerate() {
         let mut per_level = Vec::with_capacity(chain.len());
         for (level, tl) in levels.iter().enumerate().take(chain.len()) {
             let groups = if tl.overlap {
-                overlap_groups(&chains, level, cpu, version, &caps)
+                overlap_groups(&chains, level, cpu, version, &caps, &mut span_ids)
             } else {
-                plain_groups(&chains, level, cpu, &caps, &mut shared)
+                plain_groups(&chains, level, cpu, &caps, &mut shared, &mut span_ids)
             };
             per_level.push(groups);
         }

@@ -1259,7 +1259,8 @@ impl Cfs {
             })
             .collect();
         // Only the v5.5+ balancer scans through the rows.
-        self.scan = if self.reworked_balancer() { super::scan::ScanRows::new(n) } else { super::scan::ScanRows::default() };
+        self.scan =
+            if self.reworked_balancer() { super::scan::ScanRows::new(&self.doms) } else { super::scan::ScanRows::default() };
     }
 }
 

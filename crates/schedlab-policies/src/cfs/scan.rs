@@ -1,20 +1,27 @@
-//! The runqueue fields the balancer's group scans read, in one array per field.
+//! The runqueue fields the balancer's group scans read, one array per field,
+//! and their running sums per group.
 //!
 //! `update_sg_lb_stats()` visits every CPU of every group of the domain being
 //! balanced: from v5.16 newly idle balancing runs whenever the CPU's average
 //! idle time exceeds the domain's measured cost, so on a thousand-CPU machine the
-//! simulator walks tens of millions of runqueues a simulated second. Each walk
-//! read five fields spread over each CPU's large `Rq`; here each field has an
-//! array of its own, so a scan sums consecutive words (and the compiler can do
-//! it several CPUs at a time). This is the simulator's own bookkeeping, not a
-//! kernel structure: the kernel reads the runqueues themselves, and so do the
-//! scans' results (debug builds check every row against its runqueue).
+//! simulator would walk tens of millions of runqueues a simulated second. The
+//! sums it takes (loads, utilisation, runnable tasks, overloaded and idle CPUs)
+//! are kept here per group span instead, and moved by each CPU's change: a
+//! scan reads a group in one step whatever its size. The simulator charges the
+//! kernel's walk all the same (`balance_cost()` per CPU scanned); this is the
+//! simulator's own bookkeeping, not a kernel structure, and its sums are those
+//! of the runqueues themselves (debug builds add up every group's rows at
+//! every scan and check each row against its runqueue).
 //!
-//! Rows go stale when a root cfs_rq changes: [`Cfs::cfs_mut`] for the root
-//! (every PELT update, enqueue and dequeue goes through it) and the delayed-task
-//! count mark the CPU, and [`Cfs::scan_rows_refresh`] rewrites the marked rows
-//! before a scan.
+//! Rows go stale when a root cfs_rq changes ([`Cfs::cfs_mut`] for the root,
+//! through which every PELT update, enqueue and dequeue goes, and the
+//! delayed-task count mark the CPU) or when the CPU goes idle or busy (the
+//! engine's list of state changes); [`Cfs::scan_rows_refresh`] rewrites the
+//! marked rows, and the sums of every group holding them, before a scan.
 
+use schedlab_core::sched::{CpuState, System};
+
+use super::domains::{CpuDomains, SchedGroup};
 use super::fair::Cfs;
 
 /// One CPU's scanned fields.
@@ -30,9 +37,46 @@ pub struct ScanRow {
     pub h_nr_running: u32,
     /// What the balancer counts: `h_nr_runnable()` of the release.
     pub nr_runnable: u32,
+    /// `idle_cpu()` as the scan asks it: nothing queued at all, delayed tasks
+    /// included, and the CPU idle (and not kicked).
+    pub idle: bool,
 }
 
-/// The rows, one array per field, and which of them are stale.
+/// What `update_sg_lb_stats()` adds up over a group's CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupSums {
+    pub load_avg: u64,
+    pub util: u64,
+    pub runnable_avg: u64,
+    pub nr_runnable: u64,
+    /// CPUs with more than one runnable task (the root domain's overload flag).
+    pub overloaded_cpus: u64,
+    pub idle_cpus: u64,
+}
+
+impl GroupSums {
+    fn add(&mut self, row: &ScanRow) {
+        self.load_avg += row.load_avg;
+        self.util += row.util;
+        self.runnable_avg += row.runnable_avg;
+        self.nr_runnable += u64::from(row.nr_runnable);
+        self.overloaded_cpus += u64::from(row.nr_runnable > 1);
+        self.idle_cpus += u64::from(row.idle);
+    }
+
+    /// Takes out a row added before (so nothing goes below zero).
+    fn sub(&mut self, row: &ScanRow) {
+        self.load_avg -= row.load_avg;
+        self.util -= row.util;
+        self.runnable_avg -= row.runnable_avg;
+        self.nr_runnable -= u64::from(row.nr_runnable);
+        self.overloaded_cpus -= u64::from(row.nr_runnable > 1);
+        self.idle_cpus -= u64::from(row.idle);
+    }
+}
+
+/// The rows, one array per field, which of them are stale, and the sums per
+/// group span.
 #[derive(Clone, Debug, Default)]
 pub struct ScanRows {
     pub load_avg: Vec<u64>,
@@ -40,27 +84,58 @@ pub struct ScanRows {
     pub runnable_avg: Vec<u64>,
     pub h_nr_running: Vec<u32>,
     pub nr_runnable: Vec<u32>,
+    pub idle: Vec<bool>,
     stale: Vec<bool>,
     /// The CPUs marked stale since the last refresh, each once.
     stale_list: Vec<usize>,
+    /// Per group span (`SchedGroupData::span_id`): the sums of its rows.
+    sums: Vec<GroupSums>,
+    /// Per CPU: the spans holding it, `span_of[span_start[cpu]..span_start[cpu + 1]]`.
+    span_start: Vec<usize>,
+    span_of: Vec<usize>,
 }
 
 impl ScanRows {
-    /// Rows for `ncpus` CPUs, all stale.
-    pub fn new(ncpus: usize) -> ScanRows {
+    /// Rows for the CPUs of `doms`, all stale and counted nowhere yet, with a
+    /// sum for every group span their domains list.
+    pub fn new(doms: &[CpuDomains]) -> ScanRows {
+        let ncpus = doms.len();
+        let groups = || doms.iter().flat_map(|d| d.domains.iter().flat_map(|sd| sd.groups.iter()));
+        let nspans = groups().map(|g| g.span_id + 1).max().unwrap_or(0);
+        // Each span's CPUs once, however many CPUs list a group of that span.
+        let mut seen = vec![false; nspans];
+        let mut spans_of_cpu: Vec<Vec<usize>> = vec![Vec::new(); ncpus];
+        for g in groups() {
+            if !std::mem::replace(&mut seen[g.span_id], true) {
+                for cpu in g.span_runs.iter().flat_map(|r| r.clone()) {
+                    spans_of_cpu[cpu].push(g.span_id);
+                }
+            }
+        }
+        let mut span_start = Vec::with_capacity(ncpus + 1);
+        let mut span_of = Vec::new();
+        for spans in &spans_of_cpu {
+            span_start.push(span_of.len());
+            span_of.extend_from_slice(spans);
+        }
+        span_start.push(span_of.len());
         ScanRows {
             load_avg: vec![0; ncpus],
             util: vec![0; ncpus],
             runnable_avg: vec![0; ncpus],
             h_nr_running: vec![0; ncpus],
             nr_runnable: vec![0; ncpus],
+            idle: vec![false; ncpus],
             stale: vec![true; ncpus],
             stale_list: (0..ncpus).collect(),
+            sums: vec![GroupSums::default(); nspans],
+            span_start,
+            span_of,
         }
     }
 
-    /// `cpu`'s root cfs_rq may have changed. Nothing to do without rows (the
-    /// balancers before v5.5 do not read them).
+    /// `cpu`'s root cfs_rq (or its idle state) may have changed. Nothing to do
+    /// without rows (the balancers before v5.5 do not read them).
     #[inline]
     pub fn mark(&mut self, cpu: usize) {
         if let Some(stale) = self.stale.get_mut(cpu).filter(|s| !**s) {
@@ -78,36 +153,61 @@ impl ScanRows {
             runnable_avg: self.runnable_avg[cpu],
             h_nr_running: self.h_nr_running[cpu],
             nr_runnable: self.nr_runnable[cpu],
+            idle: self.idle[cpu],
         }
     }
 
+    /// The sums over `group`'s CPUs.
+    #[inline]
+    pub fn group_sums(&self, group: &SchedGroup) -> GroupSums {
+        self.sums[group.span_id]
+    }
+
+    /// Replaces `cpu`'s row, in the sums of every span holding it too (rows
+    /// start as zeros, which the zero sums hold).
     fn set(&mut self, cpu: usize, row: ScanRow) {
+        let old = self.row(cpu);
+        for &span in &self.span_of[self.span_start[cpu]..self.span_start[cpu + 1]] {
+            let sums = &mut self.sums[span];
+            sums.sub(&old);
+            sums.add(&row);
+        }
         self.load_avg[cpu] = row.load_avg;
         self.util[cpu] = row.util;
         self.runnable_avg[cpu] = row.runnable_avg;
         self.h_nr_running[cpu] = row.h_nr_running;
         self.nr_runnable[cpu] = row.nr_runnable;
+        self.idle[cpu] = row.idle;
     }
 }
 
 impl Cfs {
     /// CPU `cpu`'s row as its runqueue holds it now, through the accessors the
     /// kernel's scans use.
-    pub fn scan_row(&self, cpu: usize) -> ScanRow {
+    pub fn scan_row(&self, sys: &System, cpu: usize) -> ScanRow {
+        let h_nr_running = self.rq[cpu].cfs.h_nr_running as u32;
         ScanRow {
             load_avg: self.cpu_load(cpu),
             util: self.cpu_util(cpu),
             runnable_avg: self.cpu_runnable(cpu),
-            h_nr_running: self.rq[cpu].cfs.h_nr_running as u32,
+            h_nr_running,
             nr_runnable: self.h_nr_runnable(cpu) as u32,
+            idle: h_nr_running == 0 && sys.cpu_state(cpu) == CpuState::Idle,
         }
     }
 
-    /// Rewrites every stale row from its runqueue.
-    pub fn scan_rows_refresh(&mut self) {
+    /// Rewrites every stale row from its runqueue, and the sums holding it.
+    /// The first call asks the engine for the CPUs' state changes from then on
+    /// (every row is stale until the first call).
+    pub fn scan_rows_refresh(&mut self, sys: &mut System) {
+        if !sys.state_changes_tracked() {
+            sys.track_state_changes();
+        }
+        let scan = &mut self.scan;
+        sys.take_state_changes(|cpu| scan.mark(cpu));
         let mut stale = std::mem::take(&mut self.scan.stale_list);
         for &cpu in &stale {
-            let row = self.scan_row(cpu);
+            let row = self.scan_row(sys, cpu);
             self.scan.set(cpu, row);
             self.scan.stale[cpu] = false;
         }
@@ -117,11 +217,22 @@ impl Cfs {
 
     /// Debug builds: a fresh row agrees with its runqueue.
     #[cfg(debug_assertions)]
-    pub(crate) fn debug_check_scan_row(&self, cpu: usize) {
+    pub(crate) fn debug_check_scan_row(&self, sys: &System, cpu: usize) {
         debug_assert_eq!(
             self.scan.row(cpu),
-            self.scan_row(cpu),
+            self.scan_row(sys, cpu),
             "the balancer's scan row of CPU {cpu} is stale: a root cfs_rq change did not mark it"
         );
+    }
+
+    /// Debug builds: `group`'s sums are its rows added up.
+    #[cfg(debug_assertions)]
+    pub(crate) fn debug_check_group_sums(&self, sys: &System, group: &SchedGroup) {
+        let mut sums = GroupSums::default();
+        for cpu in group.span_runs.iter().flat_map(|r| r.clone()) {
+            self.debug_check_scan_row(sys, cpu);
+            sums.add(&self.scan.row(cpu));
+        }
+        debug_assert_eq!(self.scan.group_sums(group), sums, "the running sums of the group {:?} drifted", group.span_runs);
     }
 }
