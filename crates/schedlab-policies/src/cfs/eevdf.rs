@@ -268,12 +268,18 @@ impl Cfs {
     }
 
     /// `cfs_rq_min_slice()` (v6.12+): the shortest slice among the queued entities.
+    /// The kernel keeps the tree's as an augmented value; here the timeline's
+    /// slices are counted as entities enter and leave it.
     fn cfs_rq_min_slice(&self, q: usize, cpu: usize) -> u64 {
         let cfs = self.cfs(q, cpu);
-        let curr = cfs.curr.filter(|&c| self.ent(c).on_rq).map(|c| self.ent(c).slice_ns);
-        // The kernel keeps this as an augmented value of the tree; here the
-        // queues are short enough at the scales modelled to look.
-        cfs.timeline.iter().map(|&(_, _, e)| self.ent(e).slice_ns).chain(curr).min().unwrap_or(u64::MAX)
+        let curr = cfs.curr.filter(|&c| self.ent(c).on_rq).map_or(u64::MAX, |c| self.ent(c).slice_ns);
+        let queued = cfs.queued_slices.first().map_or(u64::MAX, |&(s, _)| s);
+        debug_assert_eq!(
+            queued,
+            cfs.timeline.iter().map(|&(_, _, e)| self.ent(e).slice_ns).min().unwrap_or(u64::MAX),
+            "a queued entity's slice changed in the timeline"
+        );
+        curr.min(queued)
     }
 
     /// `set_next_entity()`'s protection of a newly picked entity: v6.6/v6.12 copy

@@ -39,6 +39,9 @@ pub struct Se {
     pub mru_key: u64,
     /// Key in the timeline while queued and not running.
     pub tree_key: Option<(u64, u64)>,
+    /// EEVDF: the slice this entity was counted with in its cfs_rq's
+    /// `queued_slices` when it entered the timeline.
+    pub tree_slice_ns: u64,
     /// EEVDF (v6.6+): the virtual deadline, `vruntime` + the slice in virtual time.
     pub deadline: u64,
     /// EEVDF: the slice this entity requests (`se->slice`), ns.
@@ -77,6 +80,7 @@ impl Se {
             recent_used_cpu: 0,
             mru_key: 0,
             tree_key: None,
+            tree_slice_ns: 0,
             deadline: 0,
             slice_ns: 0,
             vlag: 0,
@@ -105,6 +109,10 @@ pub struct CfsRq {
     /// EEVDF: the same entities by (deadline, insertion order), the order v6.12's
     /// tree uses and where `pick_eevdf()` finds the earliest eligible deadline.
     pub by_deadline: BTreeSet<(u64, u64, Ent)>,
+    /// EEVDF: the slices of the entities in the timeline, (slice, how many),
+    /// shortest first: what the kernel's tree keeps as its augmented
+    /// `min_slice` (v6.12+), read by `cfs_rq_min_slice()`.
+    pub queued_slices: Vec<(u64, u32)>,
     /// EEVDF: `cfs_rq->avg_vruntime`, Σ (vruntime - min_vruntime) · weight over the
     /// tree (the running entity is added on the fly), and `avg_load`, Σ weight.
     pub avg_vruntime: i128,
@@ -467,6 +475,13 @@ impl Cfs {
         self.ent_mut(e).tree_key = Some(key);
         self.cfs_mut(q, cpu).timeline.insert((key.0, key.1, e));
         if self.version.eevdf() {
+            let slice = self.ent(e).slice_ns;
+            self.ent_mut(e).tree_slice_ns = slice;
+            let slices = &mut self.cfs_mut(q, cpu).queued_slices;
+            match slices.binary_search_by_key(&slice, |&(s, _)| s) {
+                Ok(i) => slices[i].1 += 1,
+                Err(i) => slices.insert(i, (slice, 1)),
+            }
             self.avg_vruntime_add(q, cpu, e);
             let dl = (self.ent(e).deadline, self.tree_seq);
             self.ent_mut(e).dl_key = Some(dl);
@@ -479,6 +494,13 @@ impl Cfs {
         if let Some((v, s)) = self.ent_mut(e).tree_key.take() {
             self.cfs_mut(q, cpu).timeline.remove(&(v, s, e));
             if self.version.eevdf() {
+                let slice = self.ent(e).tree_slice_ns;
+                let slices = &mut self.cfs_mut(q, cpu).queued_slices;
+                let i = slices.binary_search_by_key(&slice, |&(s, _)| s).expect("a queued entity's slice is counted");
+                slices[i].1 -= 1;
+                if slices[i].1 == 0 {
+                    slices.remove(i);
+                }
                 self.avg_vruntime_sub(q, cpu, e);
             }
         }
