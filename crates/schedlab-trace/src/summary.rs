@@ -67,6 +67,24 @@ pub struct WakeupPreemptions {
     pub local_preempted: u64,
 }
 
+/// Where wakeups of kept tasks put them, against the CPU the wakee last ran on
+/// (`sched_waking`'s `target_cpu`, read before the wakeup picks a CPU) and the
+/// CPU the waker runs on (the `sched_waking` line's own): wakeups by a waker on
+/// another CPU are the ones `wake_affine()` may pull to the waker's CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WakeupPlacements {
+    /// The waker runs on another CPU than the wakee's last.
+    pub cross: u64,
+    /// Of them, woken onto the waker's CPU.
+    pub cross_pulled: u64,
+    /// Of them, woken onto a third CPU.
+    pub cross_elsewhere: u64,
+    /// The waker runs on the wakee's last CPU.
+    pub same: u64,
+    /// Of them, woken onto another CPU.
+    pub same_moved: u64,
+}
+
 /// The tasks a trace shows, by pid, restricted to those `keep` selects by comm.
 #[derive(Debug, Clone)]
 pub struct TraceSummary {
@@ -82,6 +100,10 @@ pub struct TraceSummary {
     /// The kept tasks' migrations by kind.
     pub migration_kinds: BTreeMap<MigrationKind, u64>,
     pub wakeup_preemptions: WakeupPreemptions,
+    pub wakeup_placements: WakeupPlacements,
+    /// Kept tasks being woken: (the waker's CPU, the wakee's last CPU), from
+    /// their `sched_waking` to their `sched_wakeup`.
+    waking_from: BTreeMap<u32, (u32, u32)>,
     /// Per CPU: the running kept task a wakeup landed on in its current run, and
     /// whether that wakeup was remote.
     woken_onto: BTreeMap<u32, (u32, bool)>,
@@ -118,6 +140,8 @@ impl Default for TraceSummary {
             preempted_after_ns: histogram(),
             migration_kinds: BTreeMap::new(),
             wakeup_preemptions: WakeupPreemptions::default(),
+            wakeup_placements: WakeupPlacements::default(),
+            waking_from: BTreeMap::new(),
             woken_onto: BTreeMap::new(),
             charged_ns: histogram(),
             charged_preempted_ns: histogram(),
@@ -192,8 +216,9 @@ impl TraceSummary {
                     }
                 }
             }
-            Event::Waking { comm, pid, .. } if self.touch(*pid, comm, ts, keep) => {
+            Event::Waking { comm, pid, target_cpu, .. } if self.touch(*pid, comm, ts, keep) => {
                 self.woken_at.entry(*pid).or_insert(ts);
+                self.waking_from.insert(*pid, (l.cpu, *target_cpu));
                 // Asleep until its sched_wakeup (a task first seen here was too).
                 self.asleep.insert(*pid);
             }
@@ -203,6 +228,17 @@ impl TraceSummary {
             Event::Wakeup { comm, pid, target_cpu, .. } if self.touch(*pid, comm, ts, keep) => {
                 self.tasks.get_mut(pid).expect("touched").wakeups += 1;
                 self.asleep.remove(pid);
+                if let Some((waker_cpu, last_cpu)) = self.waking_from.remove(pid) {
+                    let p = &mut self.wakeup_placements;
+                    if waker_cpu != last_cpu {
+                        p.cross += 1;
+                        p.cross_pulled += u64::from(*target_cpu == waker_cpu);
+                        p.cross_elsewhere += u64::from(*target_cpu != waker_cpu && *target_cpu != last_cpu);
+                    } else {
+                        p.same += 1;
+                        p.same_moved += u64::from(*target_cpu != last_cpu);
+                    }
+                }
                 let running = self.on_cpu.get(target_cpu).copied().filter(|r| *r != 0 && self.tasks.contains_key(r));
                 if let Some(r) = running {
                     if r != *pid && !self.woken_onto.contains_key(target_cpu) {
@@ -315,6 +351,7 @@ impl TraceSummary {
         let us = |h: &Histogram<u64>, q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1000.0 };
         let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
         let w = self.wakeup_preemptions;
+        let p = self.wakeup_placements;
         vec![
             ("tasks", self.tasks.len() as f64),
             ("switches", self.sum(|t| t.switches) as f64),
@@ -324,6 +361,11 @@ impl TraceSummary {
             ("migrations pulled in task context", self.kind(MigrationKind::TaskContext)),
             ("migrations pulled in interrupts", self.kind(MigrationKind::Interrupt)),
             ("migrations pulled by an idle CPU", self.kind(MigrationKind::IdleCpu)),
+            ("wakeups by a waker on another CPU", p.cross as f64),
+            ("of them, onto the waker's CPU %", pct(p.cross_pulled, p.cross)),
+            ("of them, onto a third CPU %", pct(p.cross_elsewhere, p.cross)),
+            ("wakeups by a waker on the wakee's CPU", p.same as f64),
+            ("of them, onto another CPU %", pct(p.same_moved, p.same)),
             ("involuntary switches", self.sum(|t| t.involuntary) as f64),
             ("remote wakeups onto a running task", w.remote as f64),
             ("of them, its run ended preempted %", pct(w.remote_preempted, w.remote)),
@@ -512,6 +554,27 @@ mod tests {
         let f: BTreeMap<&str, f64> = s.figures().into_iter().collect();
         assert_eq!(f["of them, its run ended preempted %"], 50.0);
         assert_eq!(f["of them, the waker preempted %"], 0.0);
+    }
+
+    /// Wakeup placement against the waker's CPU and the wakee's last: in TRACE,
+    /// 10 on CPU 0 wakes 11 (last on CPU 1) onto CPU 0: a pull. Then 11 on CPU 0
+    /// wakes 10 (last on CPU 0) there, and a waker on CPU 2 wakes 11 (last on
+    /// CPU 0) onto CPU 1, a third CPU.
+    #[test]
+    fn wakeups_placed_against_the_wakers_cpu() {
+        let trace = format!(
+            "{TRACE}              hb-11      [000] d..2.   100.000060: sched_waking: comm=hb pid=10 prio=120 target_cpu=000
+              hb-11      [000] d..2.   100.000061: sched_wakeup: comm=hb pid=10 prio=120 target_cpu=000
+              hb-12      [002] d..2.   100.000070: sched_waking: comm=hb pid=11 prio=120 target_cpu=000
+              hb-12      [002] d..2.   100.000071: sched_wakeup: comm=hb pid=11 prio=120 target_cpu=001
+"
+        );
+        let s = TraceSummary::of(&parse_trace(&trace).unwrap(), &|c| c == "hb");
+        let p = s.wakeup_placements;
+        assert_eq!((p.cross, p.cross_pulled, p.cross_elsewhere, p.same, p.same_moved), (2, 1, 1, 1, 0));
+        let f: BTreeMap<&str, f64> = s.figures().into_iter().collect();
+        assert_eq!(f["of them, onto the waker's CPU %"], 50.0);
+        assert_eq!(f["of them, onto another CPU %"], 0.0);
     }
 
     #[test]
