@@ -87,13 +87,18 @@ impl Cfs {
     /// `vruntime_eligible()` (v6.12; `entity_eligible()` in v6.6): lag >= 0, i.e.
     /// `vruntime <= V`, tested without dividing: Σ key·w >= key(v)·Σ w.
     pub fn vruntime_eligible(&self, q: usize, cpu: usize, vruntime: u64) -> bool {
-        let (avg, load) = self.avg_sums(q, cpu);
-        let key = vruntime.wrapping_sub(self.cfs(q, cpu).min_vruntime) as i64;
-        avg >= i128::from(key) * load
+        self.eligibility(q, cpu).holds(vruntime)
     }
 
     pub fn entity_eligible(&self, q: usize, cpu: usize, e: Ent) -> bool {
         self.vruntime_eligible(q, cpu, self.ent(e).vruntime)
+    }
+
+    /// The sums `vruntime_eligible()` compares with, taken once for a scan
+    /// that tests many entities of one cfs_rq against the same average.
+    fn eligibility(&self, q: usize, cpu: usize) -> Eligibility {
+        let (avg, load) = self.avg_sums(q, cpu);
+        Eligibility { avg, load, min_vruntime: self.cfs(q, cpu).min_vruntime }
     }
 
     /// `update_entity_lag()`: `vlag = V - vruntime`, clamped to the lag of
@@ -343,9 +348,11 @@ impl Cfs {
                 return Some(c);
             }
         }
-        let mut best = cfs.by_deadline.iter().map(|&(_, _, e)| e).find(|&e| self.entity_eligible(q, cpu, e));
+        let eligibility = self.eligibility(q, cpu);
+        let eligible = |e: Ent| eligibility.holds(self.ent(e).vruntime);
+        let mut best = cfs.by_deadline.iter().map(|&(_, _, e)| e).find(|&e| eligible(e));
         // The running entity kept aside competes on its deadline.
-        if let Some(a) = aside.filter(|&a| self.entity_eligible(q, cpu, a)) {
+        if let Some(a) = aside.filter(|&a| eligible(a)) {
             if best.is_none_or(|b| (self.ent(a).deadline as i64).wrapping_sub(self.ent(b).deadline as i64) < 0) {
                 best = Some(a);
             }
@@ -665,6 +672,22 @@ impl Cfs {
             self.rq[cpu].cpu_load[0] = self.weighted_cpuload(cpu);
             return None;
         }
+    }
+}
+
+/// `vruntime_eligible()`'s sums for one cfs_rq: Σ (vruntime - min_vruntime)
+/// · weight and Σ weight over the queued entities, the running one included.
+struct Eligibility {
+    avg: i128,
+    load: i128,
+    min_vruntime: u64,
+}
+
+impl Eligibility {
+    /// `vruntime` is at or before the weighted average: avg >= key · load.
+    fn holds(&self, vruntime: u64) -> bool {
+        let key = vruntime.wrapping_sub(self.min_vruntime) as i64;
+        self.avg >= i128::from(key) * self.load
     }
 }
 
