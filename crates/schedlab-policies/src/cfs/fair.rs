@@ -131,6 +131,9 @@ pub struct CfsRq {
     pub cfs_tasks: BTreeMap<u64, TaskId>,
     /// What this cfs_rq last published to `tg->load_avg`.
     pub tg_load_avg_contrib: u64,
+    /// When this cfs_rq last published to `tg->load_avg` (v6.7+, which publishes
+    /// at most once a millisecond per cfs_rq); None before the first time.
+    pub last_update_tg_load_avg_ns: Option<u64>,
     /// `cfs_rq->h_load` and the jiffy it was computed in.
     pub h_load: u64,
     pub last_h_load_update: Option<u64>,
@@ -550,7 +553,7 @@ impl Cfs {
         let runnable = if reworked { cfs.h_nr_running as u64 * 1024 } else { res.scale_load_down(cfs.runnable_weight) };
         let decayed = cfs.avg.update_cfs_rq(now, load, runnable, cfs.curr.is_some());
         if decayed {
-            self.update_tg_load_avg(q, cpu);
+            self.update_tg_load_avg(q, cpu, now);
         }
     }
 
@@ -610,7 +613,7 @@ impl Cfs {
             let se = self.ent_mut(e);
             se.avg = avg;
             se.rq_cpu = cpu;
-            self.update_tg_load_avg(q, cpu);
+            self.update_tg_load_avg(q, cpu, now);
         } else {
             self.update_load_avg_se(q, cpu, Some(e), now);
         }
@@ -846,12 +849,12 @@ impl Cfs {
 
     /// A task leaving this CPU for good (migration, exit): take its load with it
     /// (`detach_entity_load_avg`/`remove_entity_load_avg`) from its cfs_rq.
-    pub fn detach_load(&mut self, cpu: usize, p: TaskId) {
+    pub fn detach_load(&mut self, cpu: usize, p: TaskId, now: u64) {
         let avg = self.se[p].avg;
         let w_down = self.se_weight(self.se[p].load.weight);
         let q = self.task_group[p];
         self.cfs_mut(q, cpu).avg.detach(&avg, w_down);
-        self.update_tg_load_avg(q, cpu);
+        self.update_tg_load_avg(q, cpu, now);
     }
 
     /// `clear_buddies()` (v4.19 L3921): a buddy pointing at `e` is cleared, and so
@@ -1127,7 +1130,7 @@ impl Cfs {
         let (src_over, dst_over) = (self.rq[src].cfs.h_nr_running >= 2, self.rq[dst].cfs.h_nr_running >= 2);
         self.dequeue_task_fair(src, p, false, now);
         self.charge_overload_update(sys, src, src_over);
-        self.detach_load(src, p);
+        self.detach_load(src, p, now);
         sys.set_task_cpu(p, dst);
         self.enqueue_task_fair(dst, p, false, false, now);
         self.charge_overload_update(sys, dst, dst_over);
@@ -1398,7 +1401,7 @@ impl SchedClass for Cfs {
                 let min = self.cfs(q, from).min_vruntime;
                 self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
             }
-            self.detach_load(from, p);
+            self.detach_load(from, p, sys.now_ns);
         }
         if reason == EnqueueReason::New {
             // wake_up_new_task() → post_init_entity_util_avg(): the new task's
@@ -1437,7 +1440,7 @@ impl SchedClass for Cfs {
         self.charge_overload_update(sys, cpu, was_overloaded);
         self.flush_resched(sys);
         if reason == DequeueReason::Exit {
-            self.detach_load(cpu, p);
+            self.detach_load(cpu, p, sys.now_ns);
         }
     }
 
@@ -1644,7 +1647,7 @@ impl SchedClass for Cfs {
             self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
         }
         if self.se[p].rq_cpu == cpu {
-            self.detach_load(cpu, p);
+            self.detach_load(cpu, p, sys.now_ns);
             self.se[p].rq_cpu = usize::MAX;
         }
         self.task_group[p] = sys.tasks[p].group;

@@ -19,6 +19,9 @@ use super::fair::{Cfs, CfsRq, Se, MIN_VRUNTIME_START};
 use super::pelt::SchedAvg;
 use super::weights::LoadWeight;
 
+/// `NSEC_PER_MSEC`: v6.7+ publishes a cfs_rq's load to its group at most this often.
+const NSEC_PER_MSEC: u64 = 1_000_000;
+
 /// `MIN_SHARES`: the smallest group entity weight, deliberately not scaled by the
 /// extra load resolution (kernel/sched/sched.h).
 pub const MIN_SHARES: u64 = 2;
@@ -140,18 +143,28 @@ impl Cfs {
     }
 
     /// `update_tg_load_avg()` (v4.19 L3076): publish this cfs_rq's load to the
-    /// group's sum when it moved by more than 1/64 of what was published.
-    pub fn update_tg_load_avg(&mut self, q: usize, cpu: usize) {
+    /// group's sum when it moved by more than 1/64 of what was published. From
+    /// v6.7 (1528c661c24b, "sched/fair: Ratelimit update to tg->load_avg") at
+    /// most once a millisecond per cfs_rq: a call within a millisecond of the
+    /// last publication does nothing.
+    pub fn update_tg_load_avg(&mut self, q: usize, cpu: usize, now: u64) {
         if q == 0 {
             return;
         }
+        let ratelimited = self.version >= KernelVersion::V6_12;
         let cfs = &self.tg[q].cfs_rq[cpu];
+        if ratelimited && cfs.last_update_tg_load_avg_ns.is_some_and(|last| now.saturating_sub(last) < NSEC_PER_MSEC) {
+            return;
+        }
         let delta = cfs.avg.load_avg as i64 - cfs.tg_load_avg_contrib as i64;
         if delta.unsigned_abs() > cfs.tg_load_avg_contrib / 64 {
             let load = cfs.avg.load_avg;
             let tg = &mut self.tg[q];
             tg.load_avg = (tg.load_avg as i64 + delta).max(0) as u64;
             tg.cfs_rq[cpu].tg_load_avg_contrib = load;
+            if ratelimited {
+                tg.cfs_rq[cpu].last_update_tg_load_avg_ns = Some(now);
+            }
         }
     }
 
