@@ -427,6 +427,11 @@ pub struct ValidateArgs {
     /// sched_vcpu_pack=).
     #[arg(long)]
     pub policy: Option<String>,
+    /// Simulate this policy too, against the same real runs (repeatable): a
+    /// second table and summary per policy, so two models are compared on one
+    /// set of real runs instead of two validates minutes apart.
+    #[arg(long = "also-policy")]
+    pub also_policy: Vec<String>,
     /// Simulated preemption model (default: the host kernel's).
     #[arg(long)]
     pub preempt: Option<String>,

@@ -323,6 +323,7 @@ pub struct RowResult {
 }
 
 /// What the simulated side runs as.
+#[derive(Clone)]
 pub struct SimSide {
     pub topo: Topology,
     /// The machine profile of each state the host was seen in (see [`HostState`]);
@@ -429,6 +430,13 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     let policy_class = schedlab_policies::policy_by_name(&policy, &[])?;
     let preempt = schedlab_spec::run::parse_preempt(a.preempt.as_deref(), "host")?;
     schedlab_spec::run::check_preempt_for(preempt, &policy, policy_class.as_ref())?;
+    let mut also_policies = Vec::new();
+    for p in &a.also_policy {
+        let p = if p == "host" { schedlab_spec::run::host_policy()? } else { p.clone() };
+        let class = schedlab_policies::policy_by_name(&p, &[]).map_err(|e| SpecError::new("also-policy", &p, e.expected))?;
+        schedlab_spec::run::check_preempt_for(preempt, &p, class.as_ref())?;
+        also_policies.push(p);
+    }
     let preempt_origin = match (&a.preempt, schedlab_host::kernel::preempt_mode()) {
         (Some(_), _) => "--preempt".to_string(),
         (None, Some(h)) => h.source,
@@ -588,25 +596,28 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         })
         .collect();
     let sims = simulate(&sim, &only, &plans, threads)?;
-    let mut rows = Vec::new();
-    for ((row, reals), sims) in only.iter().zip(&real_results).zip(&sims) {
-        let cells = Metric::for_workload(&row.workload)
-            .iter()
-            .map(|&m| Cell {
-                metric: m,
-                real: reals.iter().filter_map(|(r, _)| m.of_real(r)).collect(),
-                sim: sims.iter().filter_map(|r| m.of_sim(r)).collect(),
-            })
-            .collect();
-        rows.push(RowResult { name: row.name.clone(), spec: row.spec.clone(), cells });
+    let rows = row_results(&only, &real_results, &sims);
+    // The same real runs against each --also-policy.
+    let mut also = Vec::new();
+    for p in also_policies {
+        let side = SimSide { policy: p, ..sim.clone() };
+        let sims = simulate(&side, &only, &plans, threads)?;
+        let rows = row_results(&only, &real_results, &sims);
+        also.push((side.policy, rows));
     }
     let counters = counters_used.unwrap_or_else(|| "-".to_string());
     let header =
         Header { suite: suite.name.clone(), runs, release, counters, tolerance: suite.tolerance.clone(), host_state: state };
     let text = match a.format {
-        ValidateFormat::Text => text_report(&header, &sim, &rows),
-        ValidateFormat::Json => json_report(&header, &sim, &rows),
-        ValidateFormat::Csv => csv_report(&rows),
+        ValidateFormat::Text => {
+            let mut t = text_report(&header, &sim, &rows);
+            for (policy, rows) in &also {
+                t.push_str(&text_also_report(&header.tolerance, policy, rows));
+            }
+            t
+        }
+        ValidateFormat::Json => json_report(&header, &sim, &rows, &also),
+        ValidateFormat::Csv => csv_report(&rows, &also),
     };
     if let Some(dir) = &a.trace {
         let mut t = String::new();
@@ -636,6 +647,25 @@ fn traced_real_run(argv: &[String], limit: Duration) -> Result<(RealResult, Stri
     let r = r.map_err(|e| Failure::Run(e.to_string()))?;
     let text = inst.read_trace().map_err(|e| Failure::Host(format!("validate --trace: {e}")))?;
     Ok((r, text))
+}
+
+/// Each row's cells: its metrics over the kept real runs and the simulated ones.
+fn row_results(rows: &[&SuiteRow], reals: &[Vec<(RealResult, usize)>], sims: &[Vec<RunResult>]) -> Vec<RowResult> {
+    rows.iter()
+        .zip(reals)
+        .zip(sims)
+        .map(|((row, reals), sims)| {
+            let cells = Metric::for_workload(&row.workload)
+                .iter()
+                .map(|&m| Cell {
+                    metric: m,
+                    real: reals.iter().filter_map(|(r, _)| m.of_real(r)).collect(),
+                    sim: sims.iter().filter_map(|r| m.of_sim(r)).collect(),
+                })
+                .collect();
+            RowResult { name: row.name.clone(), spec: row.spec.clone(), cells }
+        })
+        .collect()
 }
 
 /// Every row's simulated runs, on `threads` threads: run j of row r with seed
@@ -876,10 +906,25 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         t.migrations_factor,
         t.migrations_min
     );
-    out.push_str(&format!(
+    out.push_str(&text_table(t, rows));
+    out
+}
+
+/// The same real runs against another policy: its table and summary.
+pub fn text_also_report(t: &Tolerance, policy: &str, rows: &[RowResult]) -> String {
+    format!(
+        "\nalso simulated, against the same real runs: {policy}{}\n\n{}",
+        host_feature_notes(policy).trim_end().lines().map(|l| format!("\n{l}")).collect::<String>(),
+        text_table(t, rows)
+    )
+}
+
+/// The per-row table and the summary of a text report.
+fn text_table(t: &Tolerance, rows: &[RowResult]) -> String {
+    let mut out = format!(
         "{:<30} {:<20} {:>12} {:>25} {:>12} {:>25} {:>8} {:>6} {:>6}\n",
         "row", "metric", "real median", "[real min-max]", "simulated", "[sim min-max]", "error", "range", "agree"
-    ));
+    );
     for r in rows {
         for (i, c) in r.cells.iter().enumerate() {
             let (lo, hi) = c.real_range();
@@ -914,34 +959,8 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
     out
 }
 
-pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
+pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult], also: &[(String, Vec<RowResult>)]) -> String {
     let t = &h.tolerance;
-    let rows_json: Vec<_> = rows
-        .iter()
-        .map(|r| {
-            let cells: Vec<_> = r
-                .cells
-                .iter()
-                .map(|c| {
-                    let (lo, hi) = c.real_range();
-                    let (sim_lo, sim_hi) = c.sim_range();
-                    json!({
-                        "metric": c.metric.name(),
-                        "real": c.real, "real_median": c.real_median(), "real_min": lo, "real_max": hi,
-                        "sim": c.sim, "sim_median": c.sim_median(), "sim_min": sim_lo, "sim_max": sim_hi,
-                        "error_pct": c.error_pct(),
-                        "inside_real_range": c.inside_real_range(),
-                        "within_tolerance": c.within(t),
-                    })
-                })
-                .collect();
-            json!({ "row": r.name, "workload": r.spec, "metrics": cells })
-        })
-        .collect();
-    let summary: Vec<_> = summary_lines(rows, t)
-        .into_iter()
-        .map(|(m, judged, ok, mae)| json!({"metric": m.name(), "judged": judged, "within": ok, "mean_abs_error_pct": mae}))
-        .collect();
     let v = json!({
         "suite": h.suite, "runs": h.runs,
         "real": { "kernel": h.release, "counters": h.counters },
@@ -963,20 +982,65 @@ pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
                 "elapsed_s": r.elapsed_s, "state": r.state.map(|s| s + 1),
             })).collect::<Vec<_>>(),
         })),
-        "rows": rows_json,
-        "summary": summary,
+        "rows": rows_json(t, rows),
+        "summary": summary_json(t, rows),
+        // --also-policy: the same real runs against each further policy.
+        "also_simulated": also.iter().map(|(policy, rows)| json!({
+            "policy": policy, "rows": rows_json(t, rows), "summary": summary_json(t, rows),
+        })).collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&v).expect("plain data") + "\n"
 }
 
-/// row,workload,metric,side,run,value
-pub fn csv_report(rows: &[RowResult]) -> String {
+fn rows_json(t: &Tolerance, rows: &[RowResult]) -> Vec<serde_json::Value> {
+    rows.iter()
+        .map(|r| {
+            let cells: Vec<_> = r
+                .cells
+                .iter()
+                .map(|c| {
+                    let (lo, hi) = c.real_range();
+                    let (sim_lo, sim_hi) = c.sim_range();
+                    json!({
+                        "metric": c.metric.name(),
+                        "real": c.real, "real_median": c.real_median(), "real_min": lo, "real_max": hi,
+                        "sim": c.sim, "sim_median": c.sim_median(), "sim_min": sim_lo, "sim_max": sim_hi,
+                        "error_pct": c.error_pct(),
+                        "inside_real_range": c.inside_real_range(),
+                        "within_tolerance": c.within(t),
+                    })
+                })
+                .collect();
+            json!({ "row": r.name, "workload": r.spec, "metrics": cells })
+        })
+        .collect()
+}
+
+fn summary_json(t: &Tolerance, rows: &[RowResult]) -> Vec<serde_json::Value> {
+    summary_lines(rows, t)
+        .into_iter()
+        .map(|(m, judged, ok, mae)| json!({"metric": m.name(), "judged": judged, "within": ok, "mean_abs_error_pct": mae}))
+        .collect()
+}
+
+/// row,workload,metric,side,run,value; with --also-policy, each further
+/// policy's simulated runs follow with the side `sim POLICY`.
+pub fn csv_report(rows: &[RowResult], also: &[(String, Vec<RowResult>)]) -> String {
     let mut out = String::from("row,workload,metric,side,run,value\n");
     for r in rows {
         for c in &r.cells {
             for (side, vals) in [("real", &c.real), ("sim", &c.sim)] {
                 for (i, v) in vals.iter().enumerate() {
                     out.push_str(&format!("\"{}\",\"{}\",{},{side},{},{v}\n", r.name, r.spec, c.metric.name(), i + 1));
+                }
+            }
+        }
+    }
+    for (policy, rows) in also {
+        for r in rows {
+            for c in &r.cells {
+                for (i, v) in c.sim.iter().enumerate() {
+                    out.push_str(&format!("\"{}\",\"{}\",{},\"sim {policy}\",{},{v}\n", r.name, r.spec, c.metric.name(), i + 1));
                 }
             }
         }

@@ -101,11 +101,22 @@ fn validate_json_and_csv_carry_every_run() {
         "kvm-haswell",
         "--rows",
         "pipe-thread",
+        "--also-policy",
+        "cfs@5.15",
         "--format",
         "json",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    // --also-policy: the same real runs, simulated under a further policy.
+    let also = v["also_simulated"].as_array().unwrap();
+    assert_eq!(also.len(), 1);
+    assert_eq!(also[0]["policy"], "cfs@5.15");
+    let also_elapsed = &also[0]["rows"][0]["metrics"][0];
+    assert_eq!(also_elapsed["metric"], "elapsed_s");
+    assert_eq!(also_elapsed["real"], v["rows"][0]["metrics"][0]["real"], "the same real runs");
+    assert_eq!(also_elapsed["sim"].as_array().unwrap().len(), 2);
+    assert!(also[0]["summary"].as_array().unwrap().iter().any(|s| s["metric"] == "elapsed_s"));
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
     let m = &rows[0]["metrics"][0];
@@ -165,6 +176,7 @@ fn bad_input_is_one_line_and_exit_2_before_anything_runs() {
         vec!["validate", "--suite", s, "--rows", "nope"],
         vec!["validate", "--suite", s, "--cpus", "9999"],
         vec!["validate", "--suite", s, "--policy", "eevdf@7.0"],
+        vec!["validate", "--suite", s, "--also-policy", "eevdf@6.18+NO_SUCH_FEATURE"],
         vec!["validate", "--suite", s, "--preempt", "sometimes"],
         vec!["validate", "--suite", s, "--machine", "nope"],
         vec!["validate", "--suite", s, "--trace", "/nonexistent/dir"],
