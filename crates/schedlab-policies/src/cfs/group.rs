@@ -151,6 +151,7 @@ impl Cfs {
         if q == 0 {
             return;
         }
+        // v6.12 is the first modelled release with the limit (it came in v6.7).
         let ratelimited = self.version >= KernelVersion::V6_12;
         let cfs = &self.tg[q].cfs_rq[cpu];
         if ratelimited && cfs.last_update_tg_load_avg_ns.is_some_and(|last| now.saturating_sub(last) < NSEC_PER_MSEC) {
@@ -393,7 +394,7 @@ mod tests {
     /// A Cfs on the 16-CPU 2x1x4x2 machine with a `shares` group whose every CPU
     /// runs three nice-0 tasks with settled load averages.
     fn loaded_group(version: &str, features: Option<&str>, shares: u64) -> Cfs {
-        let mut c = Cfs::new(version, features, &[]).unwrap();
+        let mut c = Cfs::new(version, features, &[]).or_else(|_| Cfs::new_eevdf(version, features, &[])).unwrap();
         c.boot_on(&Topology::parse("2x1x4x2").unwrap(), 4_000_000);
         let n = c.rq.len();
         let nice0 = c.res.nice_0_load();
@@ -430,6 +431,29 @@ mod tests {
         // A default group (1024 shares) gets 1024/16 = 64 units per CPU either way.
         assert_eq!(loaded_group("4.19", None, 1024).calc_group_shares(1, 0), 64 << 10);
         assert_eq!(loaded_group("4.19", Some("NO_LOAD_RESOLUTION"), 1024).calc_group_shares(1, 0), 64);
+    }
+
+    /// v6.7+ publishes a cfs_rq's load to `tg->load_avg` at most once a
+    /// millisecond; v6.6 whenever it moved by more than 1/64.
+    #[test]
+    fn the_group_load_is_published_at_most_once_a_millisecond_from_v6_7() {
+        for (version, published_at_half_ms) in [("6.6", true), ("6.12", false), ("6.18", false)] {
+            let mut c = loaded_group(version, None, 1024);
+            let total = c.tg[1].load_avg;
+            // CPU 0's load doubles at t = 10 ms and is published: +3072.
+            c.tg[1].cfs_rq[0].avg.load_avg = 6 * 1024;
+            c.update_tg_load_avg(1, 0, 10_000_000);
+            assert_eq!(c.tg[1].load_avg, total + 3 * 1024, "{version}");
+            // It drops to 4 tasks' worth half a millisecond later.
+            c.tg[1].cfs_rq[0].avg.load_avg = 4 * 1024;
+            c.update_tg_load_avg(1, 0, 10_500_000);
+            let want = if published_at_half_ms { total + 1024 } else { total + 3 * 1024 };
+            assert_eq!(c.tg[1].load_avg, want, "{version} at 10.5 ms");
+            // A millisecond after the last publication every release publishes.
+            c.update_tg_load_avg(1, 0, 11_000_000);
+            assert_eq!(c.tg[1].load_avg, total + 1024, "{version} at 11 ms");
+            assert_eq!(c.tg[1].cfs_rq[0].tg_load_avg_contrib, 4 * 1024);
+        }
     }
 
     #[test]
