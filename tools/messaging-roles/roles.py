@@ -26,11 +26,17 @@ def main():
     ap.add_argument("trace")
     ap.add_argument("--fds", type=int, default=20, help="senders (and receivers) per group (perf's -f, default 20)")
     args = ap.parse_args()
+    if args.fds < 1:
+        ap.error(f"--fds {args.fds}: expected a whole number of at least 1")
     forks = []
     waking = {}
     counts = collections.Counter()
-    with open(args.trace) as f:
-        lines = f.readlines()
+    try:
+        with open(args.trace, errors="replace") as f:
+            lines = f.readlines()
+    except OSError as e:
+        print(f"roles.py: trace {args.trace!r}: {e.strerror}; expected a readable ftrace text file", file=sys.stderr)
+        sys.exit(2)
     for line in lines:
         m = LINE.match(line)
         if m and m.group(6) == "sched_process_fork":
@@ -38,7 +44,8 @@ def main():
             if fm:
                 forks.append((int(fm.group(1)), int(fm.group(2))))
     if not forks:
-        sys.exit(f"{args.trace}: no sched_process_fork lines: the roles cannot be told")
+        print(f"roles.py: trace {args.trace!r}: no sched_process_fork lines; expected a recording with the workload's forks", file=sys.stderr)
+        sys.exit(2)
     parent = collections.Counter(p for p, _ in forks).most_common(1)[0][0]
     # Only the parent's own children are ranked: others do not shift the order.
     rank = {child: i for i, child in enumerate(c for p, c in forks if p == parent)}
