@@ -50,6 +50,9 @@ pub struct Topology {
     pub core_cpus: Vec<CpuSet>,
     pub llc_cpus: Vec<CpuSet>,
     pub node_cpus: Vec<CpuSet>,
+    /// Per core: how many hardware threads it has (`core_cpus[core]`'s weight),
+    /// counted once: a wakeup asks it of the target's core.
+    core_threads: Vec<usize>,
 }
 
 /// Presets for the seeds' machines: (name, spec, numbering, what it is).
@@ -138,7 +141,8 @@ impl Topology {
         let core_cpus = span(|i| i.core);
         let llc_cpus = span(|i| i.llc);
         let node_cpus = span(|i| i.node);
-        Topology { name: name.to_string(), cpus, distance, core_cpus, llc_cpus, node_cpus }
+        let core_threads = core_cpus.iter().map(CpuSet::count).collect();
+        Topology { name: name.to_string(), cpus, distance, core_cpus, llc_cpus, node_cpus, core_threads }
     }
 
     pub fn ncpus(&self) -> usize {
@@ -147,6 +151,12 @@ impl Topology {
 
     pub fn smt_siblings(&self, cpu: usize) -> &CpuSet {
         &self.core_cpus[self.cpus[cpu].core as usize]
+    }
+
+    /// How many hardware threads `cpu`'s core has (`smt_siblings(cpu).count()`).
+    #[inline]
+    pub fn smt_weight(&self, cpu: usize) -> usize {
+        self.core_threads[self.cpus[cpu].core as usize]
     }
 
     pub fn llc_span(&self, cpu: usize) -> &CpuSet {

@@ -13,7 +13,7 @@ use schedlab_core::sched::{Charge, System};
 use schedlab_core::task::TaskId;
 
 use super::balance5::MigrationType;
-use super::domains::{KernelVersion, SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING};
+use super::domains::{KernelVersion, SchedGroup, SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING};
 use super::fair::{Cfs, StopperWork, SCHED_STEAL_COST_NS};
 use super::group::Ent;
 
@@ -36,7 +36,8 @@ enum GroupType {
 /// `struct sg_lb_stats`.
 #[derive(Clone, Debug)]
 struct SgStats {
-    span: CpuSet,
+    /// The group's span, shared with the group.
+    span: std::sync::Arc<CpuSet>,
     avg_load: u64,
     group_load: u64,
     sum_weighted_load: u64,
@@ -70,29 +71,20 @@ impl Cfs {
         s.sum_nr_running > s.group_weight && s.group_capacity * 100 < s.group_util * pct
     }
 
-    /// `update_sg_lb_stats()` (v4.19 L7840).
-    #[allow(clippy::too_many_arguments)]
-    fn sg_stats(
-        &self,
-        sys: &System,
-        span: &CpuSet,
-        capacity: u64,
-        local: bool,
-        load_idx: u32,
-        pct: u64,
-        overload: &mut bool,
-    ) -> SgStats {
+    /// `update_sg_lb_stats()` (v4.19 L7840) of group `g`.
+    fn sg_stats(&self, sys: &System, g: &SchedGroup, local: bool, load_idx: u32, pct: u64, overload: &mut bool) -> SgStats {
+        let span = &g.span;
         let mut s = SgStats {
             span: span.clone(),
             avg_load: 0,
             group_load: 0,
             sum_weighted_load: 0,
             load_per_task: 0,
-            group_capacity: capacity.max(1),
+            group_capacity: g.capacity.max(1),
             group_util: 0,
             sum_nr_running: 0,
             idle_cpus: 0,
-            group_weight: span.count() as u64,
+            group_weight: g.weight,
             group_type: GroupType::Other,
             group_no_capacity: false,
         };
@@ -140,22 +132,23 @@ impl Cfs {
             IdleType::Idle => sd.idle_idx,
             IdleType::NewlyIdle => sd.newidle_idx,
         };
-        let groups: Vec<(std::sync::Arc<CpuSet>, u64)> = sd.groups.iter().map(|g| (g.span.clone(), g.capacity)).collect();
         let prefer_sibling = sd_idx > 0 && self.doms[this_cpu].domains[sd_idx - 1].flags & SD_PREFER_SIBLING != 0;
         let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
-        if !self.should_we_balance(sys, this_cpu, &groups[0].0, idle) {
+        if !self.should_we_balance(sys, this_cpu, &self.doms[this_cpu].domains[sd_idx].groups[0].span, idle) {
             self.out_balanced(this_cpu, sd_idx);
             return (0, false);
         }
+        // Borrowed out of the domain for the scan (no copies), put back after it.
+        let groups = std::mem::take(&mut self.doms[this_cpu].domains[sd_idx].groups);
         // update_sd_lb_stats() (v4.19 L8143).
         let mut overload = false;
         let mut local: Option<SgStats> = None;
         let mut busiest: Option<SgStats> = None;
         let (mut total_load, mut total_capacity) = (0u64, 0u64);
         let mut scanned = 0u64;
-        for (i, (span, capacity)) in groups.iter().enumerate() {
-            scanned += span.count() as u64;
-            let mut s = self.sg_stats(sys, span, *capacity, i == 0, load_idx, pct, &mut overload);
+        for (i, g) in groups.iter().enumerate() {
+            scanned += g.weight;
+            let mut s = self.sg_stats(sys, g, i == 0, load_idx, pct, &mut overload);
             total_load += s.group_load;
             total_capacity += s.group_capacity;
             if i == 0 {
@@ -179,6 +172,7 @@ impl Cfs {
                 busiest = Some(s);
             }
         }
+        self.doms[this_cpu].domains[sd_idx].groups = groups;
         Self::balance_cost(sys, charge_cpu, scanned, 0, 0);
         if is_root {
             self.rd_overload = overload;

@@ -285,14 +285,16 @@ impl Cfs {
         }
         let Some(llc) = self.doms[target].sd_llc else { return target };
         let mut has_idle_core = false;
-        if sys.topo.smt_siblings(target).count() > 1 {
+        if sys.topo.smt_weight(target) > 1 {
             has_idle_core = self.has_idle_cores[self.llc_id(target)];
             if !has_idle_core && self.cpus_share_cache(prev, target) {
-                let span = self.doms[target].domains[llc].span.clone();
-                let sibs = sys.topo.smt_siblings(prev).clone();
-                sys.charge_search(this_cpu, sibs.count() as u64, 0, 0);
-                let found =
-                    sibs.iter().find(|&c| span.contains(c) && sys.tasks[p].can_run_on(c) && self.available_idle_cpu(sys, c));
+                sys.charge_search(this_cpu, sys.topo.smt_weight(prev) as u64, 0, 0);
+                let span = &self.doms[target].domains[llc].span;
+                let found = sys
+                    .topo
+                    .smt_siblings(prev)
+                    .iter()
+                    .find(|&c| span.contains(c) && sys.tasks[p].can_run_on(c) && self.available_idle_cpu(sys, c));
                 if let Some(c) = found {
                     return c;
                 }
@@ -412,7 +414,7 @@ impl Cfs {
     /// `select_idle_core()` (v4.19 L5997): a core whose threads are all idle, if the
     /// LLC hints that one exists; clears the hint when the scan finds none.
     fn select_idle_core(&mut self, sys: &mut System, p: TaskId, target: usize, llc: usize, this_cpu: usize) -> Option<usize> {
-        if sys.topo.smt_siblings(target).count() < 2 {
+        if sys.topo.smt_weight(target) < 2 {
             return None;
         }
         let id = self.llc_id(target);
@@ -453,10 +455,12 @@ impl Cfs {
         if self.feat.sis_avg_cpu && avg_idle < avg_cost {
             return None;
         }
-        let span = &self.doms[target].domains[llc].span;
+        let sd = &self.doms[target].domains[llc];
+        let span = &sd.span;
+        debug_assert_eq!(sd.span_weight, span.count());
         let mut nr = u64::MAX;
         if self.feat.sis_prop {
-            let span_avg = span.count() as u64 * avg_idle;
+            let span_avg = sd.span_weight as u64 * avg_idle;
             nr = if span_avg > 4 * avg_cost { span_avg / avg_cost } else { 4 };
         }
         let per_cpu = sys.cost.sched_ops.per_cpu_scanned_ns;
@@ -485,22 +489,22 @@ impl Cfs {
 
     /// `select_idle_smt()` (v4.19 L6041): any idle thread of the target's core.
     fn select_idle_smt(&mut self, sys: &mut System, p: TaskId, target: usize, this_cpu: usize) -> Option<usize> {
-        let sibs = sys.topo.smt_siblings(target).clone();
-        if sibs.count() < 2 {
+        let threads = sys.topo.smt_weight(target);
+        if threads < 2 {
             return None;
         }
-        sys.charge_search(this_cpu, sibs.count() as u64, 0, 0);
-        let found = sibs.iter().find(|&c| sys.tasks[p].can_run_on(c) && self.available_idle_cpu(sys, c));
+        sys.charge_search(this_cpu, threads as u64, 0, 0);
+        let found = sys.topo.smt_siblings(target).iter().find(|&c| sys.tasks[p].can_run_on(c) && self.available_idle_cpu(sys, c));
         found
     }
 
     /// `__update_idle_core()` (v4.19 L5976): when a CPU goes idle and its whole core
     /// is idle, tell the LLC an idle core exists.
     pub fn update_idle_core(&mut self, sys: &System, cpu: usize) {
-        let sibs = sys.topo.smt_siblings(cpu);
-        if sibs.count() < 2 {
+        if sys.topo.smt_weight(cpu) < 2 {
             return;
         }
+        let sibs = sys.topo.smt_siblings(cpu);
         if sibs.iter().all(|c| c == cpu || self.available_idle_cpu(sys, c)) {
             let id = self.llc_id(cpu);
             self.has_idle_cores[id] = true;
