@@ -886,7 +886,8 @@ impl Cfs {
     /// `set_next_buddy()` (v4.19 L6485): `e` and its ancestors are each level's
     /// next buddy.
     fn set_next_buddy(&mut self, e: Ent, cpu: usize) {
-        for x in self.chain(e, cpu) {
+        let mut up = self.walk_up(e, cpu);
+        while let Some(x) = up.next(self) {
             if !self.ent(x).on_rq {
                 return;
             }
@@ -897,7 +898,8 @@ impl Cfs {
 
     /// `set_last_buddy()` (v4.19 L6473).
     fn set_last_buddy(&mut self, e: Ent, cpu: usize) {
-        for x in self.chain(e, cpu) {
+        let mut up = self.walk_up(e, cpu);
+        while let Some(x) = up.next(self) {
             if !self.ent(x).on_rq {
                 return;
             }
@@ -908,7 +910,8 @@ impl Cfs {
 
     /// `set_skip_buddy()` (v4.19 L6497).
     fn set_skip_buddy(&mut self, e: Ent, cpu: usize) {
-        for x in self.chain(e, cpu) {
+        let mut up = self.walk_up(e, cpu);
+        while let Some(x) = up.next(self) {
             let q = self.q_of(x);
             self.cfs_mut(q, cpu).skip = Some(x);
         }
@@ -997,7 +1000,8 @@ impl Cfs {
 
     /// `put_prev_task_fair()`: every level of the task's chain.
     pub(crate) fn put_prev_task_fair(&mut self, cpu: usize, p: TaskId, now: u64) {
-        for e in self.chain(Ent::Task(p), cpu) {
+        let mut up = self.walk_up(Ent::Task(p), cpu);
+        while let Some(e) = up.next(self) {
             let q = self.q_of(e);
             if self.cfs(q, cpu).curr == Some(e) {
                 self.put_prev_entity(q, cpu, e, now);
@@ -1508,7 +1512,8 @@ impl SchedClass for Cfs {
         if self.version.eevdf() {
             // entity_tick() of v6.6+: update_curr() decides (there is no
             // check_preempt_tick()); the load signals as in v5.x.
-            for e in self.chain(Ent::Task(curr), cpu) {
+            let mut up = self.walk_up(Ent::Task(curr), cpu);
+            while let Some(e) = up.next(self) {
                 let q = self.q_of(e);
                 self.update_curr(q, cpu, now);
                 self.update_load_avg_se(q, cpu, Some(e), now);
@@ -1519,7 +1524,8 @@ impl SchedClass for Cfs {
             return resched;
         }
         let mut resched = false;
-        for e in self.chain(Ent::Task(curr), cpu) {
+        let mut up = self.walk_up(Ent::Task(curr), cpu);
+        while let Some(e) = up.next(self) {
             let q = self.q_of(e);
             self.update_curr(q, cpu, now);
             self.update_load_avg_se(q, cpu, Some(e), now);

@@ -36,6 +36,23 @@ pub enum Ent {
     Group(usize, usize),
 }
 
+/// A walk up an entity's chain: see [`Cfs::walk_up`].
+#[derive(Clone, Copy, Debug)]
+pub struct WalkUp {
+    at: Option<Ent>,
+    cpu: usize,
+}
+
+impl WalkUp {
+    /// The next entity up, or None past the top.
+    #[inline]
+    pub fn next(&mut self, c: &Cfs) -> Option<Ent> {
+        let e = self.at?;
+        self.at = c.parent_ent(e, self.cpu);
+        Some(e)
+    }
+}
+
 /// `struct task_group`, per-CPU parts included. Group 0 is the root: its cfs_rqs
 /// are the CPUs' own (`rq->cfs`) and it has no entities.
 #[derive(Clone, Debug)]
@@ -107,6 +124,14 @@ impl Cfs {
     /// `se->depth`.
     pub fn depth(&self, e: Ent) -> u32 {
         self.tg[self.q_of(e)].level
+    }
+
+    /// `for_each_sched_entity()` without a list: `let mut up = self.walk_up(e,
+    /// cpu); while let Some(x) = up.next(self) { .. }` visits `e` and its
+    /// ancestors bottom-up, the body free to change the entities (not their
+    /// parents).
+    pub fn walk_up(&self, e: Ent, cpu: usize) -> WalkUp {
+        WalkUp { at: Some(e), cpu }
     }
 
     /// `e` and its ancestors, bottom-up (`for_each_sched_entity()`).
