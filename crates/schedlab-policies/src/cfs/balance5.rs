@@ -509,6 +509,65 @@ impl Cfs {
     /// gone (`task_running_on_cpu()`).
     /// `p_h_load` is `task_h_load(p)`, what `cpu_load_without()` takes off.
     fn sg_wakeup_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId, p_h_load: u64) -> Sg5 {
+        if sys.tasks[p].allowed.is_none() {
+            // Every CPU of the group allowed: the group's running sums, less
+            // p's part on its own CPU (the loop below, without walking the group).
+            let s = self.sg_wakeup_stats5_from_sums(sys, gi, g, pct, p, p_h_load);
+            #[cfg(debug_assertions)]
+            {
+                let walked = self.sg_wakeup_stats5_walk(sys, gi, g, pct, p, p_h_load);
+                debug_assert_eq!(
+                    (s.group_load, s.group_util, s.group_runnable, s.sum_nr_running, s.idle_cpus, s.group_type, s.avg_load),
+                    (
+                        walked.group_load,
+                        walked.group_util,
+                        walked.group_runnable,
+                        walked.sum_nr_running,
+                        walked.idle_cpus,
+                        walked.group_type,
+                        walked.avg_load
+                    ),
+                    "update_sg_wakeup_stats() from the group sums differs from the walk of group {:?}",
+                    g.span_runs
+                );
+            }
+            return s;
+        }
+        self.sg_wakeup_stats5_walk(sys, gi, g, pct, p, p_h_load)
+    }
+
+    /// `update_sg_wakeup_stats()` from the group's running sums, for a task
+    /// allowed on every CPU: the sums with p's own CPU (if p is queued in the
+    /// group) counted without p, as the walk counts it.
+    fn sg_wakeup_stats5_from_sums(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId, p_h_load: u64) -> Sg5 {
+        let mut s = Sg5::empty(gi, g.weight, g.capacity);
+        let sums = self.scan.group_sums(g);
+        s.group_load = sums.load_avg;
+        s.group_util = sums.util;
+        s.group_runnable = sums.runnable_avg;
+        s.sum_nr_running = sums.nr_runnable;
+        s.idle_cpus = sums.idle_cpus;
+        let p_cpu = (self.se[p].on_rq).then_some(sys.tasks[p].cpu);
+        if let Some(i) = p_cpu.filter(|&i| g.span.contains(i)) {
+            let row = self.scan.row(i);
+            let avg = &self.se[p].avg;
+            s.group_load = s.group_load - row.load_avg + row.load_avg.saturating_sub(p_h_load);
+            s.group_util = s.group_util - row.util + row.util.saturating_sub(avg.util_avg);
+            s.group_runnable = s.group_runnable - row.runnable_avg + row.runnable_avg.saturating_sub(avg.runnable_load_avg);
+            let nr = u64::from(row.nr_runnable) - 1;
+            s.sum_nr_running -= 1;
+            // idle_cpu_without(): only p running here.
+            s.idle_cpus = s.idle_cpus - u64::from(row.idle) + u64::from(nr == 0 && sys.curr(i) == Some(p));
+        }
+        s.group_type = group_classify(pct, &s);
+        if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+            s.avg_load = s.group_load * SCALE / s.group_capacity;
+        }
+        s
+    }
+
+    /// `update_sg_wakeup_stats()` walking the group's CPUs that p may use.
+    fn sg_wakeup_stats5_walk(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId, p_h_load: u64) -> Sg5 {
         let mut s = Sg5::empty(gi, g.weight, g.capacity);
         s.group_weight = 0;
         let p_cpu = (self.se[p].on_rq).then_some(sys.tasks[p].cpu);
