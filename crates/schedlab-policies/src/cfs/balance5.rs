@@ -16,6 +16,7 @@ use schedlab_core::task::TaskId;
 use super::balance::IdleType;
 use super::domains::{KernelVersion, SchedGroup, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_PKG_RESOURCES};
 use super::fair::{Cfs, StopperWork};
+use super::scan::GroupSums;
 
 /// `SCHED_CAPACITY_SCALE`.
 const SCALE: u64 = 1024;
@@ -43,7 +44,7 @@ pub enum MigrationType {
 }
 
 /// `struct sg_lb_stats` (v5.10 L8125), the fields this model reads.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sg5 {
     /// Which group of the domain this is.
     pub group: usize,
@@ -73,6 +74,29 @@ impl Sg5 {
             group_weight: weight,
             group_type: GroupType::HasSpare,
         }
+    }
+
+    /// Group `g` (the domain's `group`-th) with the sums `update_sg_lb_stats()`
+    /// takes over its CPUs, from the running sums kept per group.
+    fn of_sums(group: usize, g: &SchedGroup, sums: &GroupSums) -> Sg5 {
+        Sg5 {
+            group_load: sums.load_avg,
+            group_util: sums.util,
+            group_runnable: sums.runnable_avg,
+            sum_nr_running: sums.nr_runnable,
+            idle_cpus: sums.idle_cpus,
+            ..Sg5::empty(group, g.weight, g.capacity)
+        }
+    }
+
+    /// The tail of `update_sg_wakeup_stats()`: the group's type, and its average
+    /// load when fully busy or overloaded.
+    fn classified_for_wakeup(mut self, pct: u64) -> Sg5 {
+        self.group_type = group_classify(pct, &self);
+        if matches!(self.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+            self.avg_load = self.group_load * SCALE / self.group_capacity;
+        }
+        self
     }
 }
 
@@ -171,13 +195,8 @@ impl Cfs {
     /// CPU has more than one task. v6.18 counts runnable tasks (`h_nr_runnable`).
     /// The sums come from the running sums kept per group (`cfs/scan.rs`).
     fn sg_stats5(&self, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool) -> Sg5 {
-        let mut s = Sg5::empty(gi, g.weight, g.capacity);
         let sums = self.scan.group_sums(g);
-        s.group_load = sums.load_avg;
-        s.group_util = sums.util;
-        s.group_runnable = sums.runnable_avg;
-        s.sum_nr_running = sums.nr_runnable;
-        s.idle_cpus = sums.idle_cpus;
+        let mut s = Sg5::of_sums(gi, g, &sums);
         *overload |= sums.overloaded_cpus > 0;
         s.group_type = group_classify(pct, &s);
         if s.group_type == GroupType::Overloaded {
@@ -513,24 +532,12 @@ impl Cfs {
             // Every CPU of the group allowed: the group's running sums, less
             // p's part on its own CPU (the loop below, without walking the group).
             let s = self.sg_wakeup_stats5_from_sums(sys, gi, g, pct, p, p_h_load);
-            #[cfg(debug_assertions)]
-            {
-                let walked = self.sg_wakeup_stats5_walk(sys, gi, g, pct, p, p_h_load);
-                debug_assert_eq!(
-                    (s.group_load, s.group_util, s.group_runnable, s.sum_nr_running, s.idle_cpus, s.group_type, s.avg_load),
-                    (
-                        walked.group_load,
-                        walked.group_util,
-                        walked.group_runnable,
-                        walked.sum_nr_running,
-                        walked.idle_cpus,
-                        walked.group_type,
-                        walked.avg_load
-                    ),
-                    "update_sg_wakeup_stats() from the group sums differs from the walk of group {:?}",
-                    g.span_runs
-                );
-            }
+            debug_assert_eq!(
+                s,
+                self.sg_wakeup_stats5_walk(sys, gi, g, pct, p, p_h_load),
+                "update_sg_wakeup_stats() from the group sums differs from the walk of group {:?}",
+                g.span_runs
+            );
             return s;
         }
         self.sg_wakeup_stats5_walk(sys, gi, g, pct, p, p_h_load)
@@ -540,13 +547,7 @@ impl Cfs {
     /// allowed on every CPU: the sums with p's own CPU (if p is queued in the
     /// group) counted without p, as the walk counts it.
     fn sg_wakeup_stats5_from_sums(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId, p_h_load: u64) -> Sg5 {
-        let mut s = Sg5::empty(gi, g.weight, g.capacity);
-        let sums = self.scan.group_sums(g);
-        s.group_load = sums.load_avg;
-        s.group_util = sums.util;
-        s.group_runnable = sums.runnable_avg;
-        s.sum_nr_running = sums.nr_runnable;
-        s.idle_cpus = sums.idle_cpus;
+        let mut s = Sg5::of_sums(gi, g, &self.scan.group_sums(g));
         let p_cpu = (self.se[p].on_rq).then_some(sys.tasks[p].cpu);
         if let Some(i) = p_cpu.filter(|&i| g.span.contains(i)) {
             let row = self.scan.row(i);
@@ -559,11 +560,7 @@ impl Cfs {
             // idle_cpu_without(): only p running here.
             s.idle_cpus = s.idle_cpus - u64::from(row.idle) + u64::from(nr == 0 && sys.curr(i) == Some(p));
         }
-        s.group_type = group_classify(pct, &s);
-        if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
-            s.avg_load = s.group_load * SCALE / s.group_capacity;
-        }
-        s
+        s.classified_for_wakeup(pct)
     }
 
     /// `update_sg_wakeup_stats()` walking the group's CPUs that p may use.
@@ -593,11 +590,7 @@ impl Cfs {
         // The kernel's group_weight is the whole group's; the loop above only counts
         // CPUs p may use, which is the same for the shipped (unpinned) workloads.
         s.group_weight = g.weight;
-        s.group_type = group_classify(pct, &s);
-        if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
-            s.avg_load = s.group_load * SCALE / s.group_capacity;
-        }
-        s
+        s.classified_for_wakeup(pct)
     }
 
     /// `update_pick_idlest()` (v5.10 L8746): should `sg` replace `idlest`?
