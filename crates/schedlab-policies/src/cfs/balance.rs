@@ -1,4 +1,6 @@
-//! Load balancing (fair.c, v4.19): newly-idle `idle_balance()`, the periodic
+//! Load balancing (fair.c, v4.19), the parts every version's balancer uses and
+//! v4.19's own (`balance3.rs` and `balance5.rs` hold v3.0's and v5.x's halves,
+//! using this file's vocabulary): newly-idle `idle_balance()`, the periodic
 //! `rebalance_domains()` from the tick, NOHZ idle balancing on behalf of tickless
 //! CPUs, the pre-rework `load_balance()` (`find_busiest_group`,
 //! `calculate_imbalance`, `fix_small_imbalance`, `find_busiest_queue`,
@@ -9,13 +11,21 @@
 //! for idle CPUs and for tasks to steal as find time, as the seed's `%find` counts.
 
 use schedlab_core::cpuset::CpuSet;
-use schedlab_core::sched::{Charge, System};
+use schedlab_core::sched::{Charge, CpuState, System};
 use schedlab_core::task::TaskId;
 
-use super::balance5::MigrationType;
 use super::domains::{KernelVersion, SchedGroup, SD_BALANCE_NEWIDLE, SD_LOAD_BALANCE, SD_PREFER_SIBLING};
-use super::fair::{Cfs, StopperWork, SCHED_STEAL_COST_NS};
-use super::group::Ent;
+use super::scan::ScanRow;
+use super::state::{Cfs, Ent, StopperWork};
+
+/// `enum migration_type` (v5.10 L7382), without `migrate_misfit`: what
+/// `detach_tasks()` counts, from the v5.x balancer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationType {
+    Load,
+    Util,
+    Task,
+}
 
 /// `enum cpu_idle_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +63,9 @@ struct SgStats {
 
 /// `MAX_PINNED_INTERVAL`, ms.
 pub const MAX_PINNED_INTERVAL_MS: u64 = 512;
+
+/// `SCHED_STEAL_COST`: steal only when the CPU expects to idle at least this long.
+pub const SCHED_STEAL_COST_NS: u64 = 10_000;
 
 impl Cfs {
     pub(crate) fn balance_cost(sys: &mut System, cpu: usize, cpus: u64, locks: u64, tasks: u64) {
@@ -862,5 +875,61 @@ impl Cfs {
             }
             None => false,
         }
+    }
+}
+
+/// The balancer's scan rows (`scan.rs`), read by the v5.5+ group scans and
+/// rewritten from the runqueues before each.
+impl Cfs {
+    /// CPU `cpu`'s row as its runqueue holds it now, through the accessors the
+    /// kernel's scans use.
+    pub fn scan_row(&self, sys: &System, cpu: usize) -> ScanRow {
+        let h_nr_running = self.rq[cpu].cfs.h_nr_running as u32;
+        ScanRow {
+            load_avg: self.cpu_load(cpu),
+            util: self.cpu_util(cpu),
+            runnable_avg: self.cpu_runnable(cpu),
+            h_nr_running,
+            nr_runnable: self.h_nr_runnable(cpu) as u32,
+            idle: h_nr_running == 0 && sys.cpu_state(cpu) == CpuState::Idle,
+        }
+    }
+
+    /// Rewrites every stale row from its runqueue, and the sums holding it.
+    /// The first call asks the engine for the CPUs' state changes from then on
+    /// (every row is stale until the first call).
+    pub fn scan_rows_refresh(&mut self, sys: &mut System) {
+        if !sys.state_changes_tracked() {
+            sys.track_state_changes();
+        }
+        let scan = &mut self.scan;
+        sys.take_state_changes(|cpu| scan.mark(cpu));
+        let stale = self.scan.take_stale();
+        for &cpu in &stale {
+            let row = self.scan_row(sys, cpu);
+            self.scan.refresh_row(cpu, row);
+        }
+        self.scan.refreshed(stale);
+    }
+
+    /// Debug builds: a fresh row agrees with its runqueue.
+    #[cfg(debug_assertions)]
+    pub(crate) fn debug_check_scan_row(&self, sys: &System, cpu: usize) {
+        debug_assert_eq!(
+            self.scan.row(cpu),
+            self.scan_row(sys, cpu),
+            "the balancer's scan row of CPU {cpu} is stale: a root cfs_rq change did not mark it"
+        );
+    }
+
+    /// Debug builds: `group`'s sums are its rows added up.
+    #[cfg(debug_assertions)]
+    pub(crate) fn debug_check_group_sums(&self, sys: &System, group: &SchedGroup) {
+        let mut sums = super::scan::GroupSums::default();
+        for cpu in group.span_runs.iter().flat_map(|r| r.clone()) {
+            self.debug_check_scan_row(sys, cpu);
+            sums.add(&self.scan.row(cpu));
+        }
+        debug_assert_eq!(self.scan.group_sums(group), sums, "the running sums of the group {:?} drifted", group.span_runs);
     }
 }

@@ -18,7 +18,7 @@ use schedlab_core::task::TaskId;
 
 use super::balance::{IdleType, MAX_PINNED_INTERVAL_MS};
 use super::domains::{SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY};
-use super::fair::Cfs;
+use super::state::Cfs;
 
 /// `SCHED_POWER_SCALE`.
 const POWER_SCALE: u64 = 1024;

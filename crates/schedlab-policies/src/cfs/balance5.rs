@@ -13,10 +13,10 @@ use schedlab_core::cpuset::CpuSet;
 use schedlab_core::sched::System;
 use schedlab_core::task::TaskId;
 
-use super::balance::IdleType;
+use super::balance::{IdleType, MigrationType, MAX_PINNED_INTERVAL_MS};
 use super::domains::{KernelVersion, SchedGroup, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_PKG_RESOURCES};
-use super::fair::{Cfs, StopperWork};
 use super::scan::GroupSums;
+use super::state::{Cfs, StopperWork};
 
 /// `SCHED_CAPACITY_SCALE`.
 const SCALE: u64 = 1024;
@@ -33,14 +33,6 @@ pub enum GroupType {
     FullyBusy,
     Imbalanced,
     Overloaded,
-}
-
-/// `enum migration_type` (v5.10 L7382), without `migrate_misfit`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MigrationType {
-    Load,
-    Util,
-    Task,
 }
 
 /// `struct sg_lb_stats` (v5.10 L8125), the fields this model reads.
@@ -404,7 +396,7 @@ impl Cfs {
         if idle == IdleType::NewlyIdle {
             return;
         }
-        let cap = if all_pinned { super::balance::MAX_PINNED_INTERVAL_MS } else { 0 };
+        let cap = if all_pinned { MAX_PINNED_INTERVAL_MS } else { 0 };
         if sd.balance_interval_ms < cap || sd.balance_interval_ms < sd.max_interval_ms {
             sd.balance_interval_ms *= 2;
         }

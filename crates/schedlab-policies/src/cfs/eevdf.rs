@@ -24,8 +24,7 @@ use schedlab_core::sched::System;
 use schedlab_core::task::TaskId;
 
 use super::domains::KernelVersion;
-use super::fair::Cfs;
-use super::group::Ent;
+use super::state::{Cfs, DequeueKind, Ent};
 use super::weights::calc_delta_fair;
 
 impl Cfs {
@@ -640,7 +639,7 @@ impl Cfs {
                     if self.ent(e).sched_delayed {
                         // Eligible now: it leaves for good and the pick starts over.
                         match e {
-                            Ent::Task(p) => self.dequeue_task_fair_flags(cpu, p, super::fair::DequeueKind::Delayed, now),
+                            Ent::Task(p) => self.dequeue_task_fair_flags(cpu, p, DequeueKind::Delayed, now),
                             Ent::Group(..) => self.dequeue_delayed_group(cpu, e, now),
                         }
                         continue 'pick;
@@ -694,7 +693,7 @@ impl Eligibility {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfs::fair::{DequeueKind, Se, MIN_VRUNTIME_START};
+    use crate::cfs::state::{Se, MIN_VRUNTIME_START};
     use crate::cfs::weights::LoadWeight;
     use schedlab_core::sched::SchedClass;
     use schedlab_core::Topology;
@@ -945,8 +944,7 @@ mod tests {
 
     #[test]
     fn an_ineligible_group_entity_whose_queue_empties_is_delayed_too() {
-        use crate::cfs::fair::CfsRq;
-        use crate::cfs::group::TaskGroup;
+        use crate::cfs::state::{CfsRq, TaskGroup};
         let mut c = eevdf_on("6.12", "x6-2-20", None);
         let n = c.rq.len();
         let group_se = Se { load: LoadWeight::new(c.res.nice_0_load()), rq_cpu: usize::MAX, ..Se::blank() };

@@ -4,7 +4,8 @@
 //! `update_cfs_group()` / `reweight_entity()`, fair.c v4.19 L2921/L3006/L2803);
 //! the hierarchical load the balancer reads (`update_cfs_rq_h_load()` /
 //! `task_h_load()`, v4.19 L7390/L7424); and moving a task between groups
-//! (`sched_move_task()` → `task_change_group_fair()`). Autogroup is not modelled.
+//! (`sched_move_task()` → `task_change_group_fair()`). An autogroup is such a group,
+//! which the engine moves a session's first task into (schedlab-core's engine.rs).
 //!
 //! Not modelled: the propagation of a migrating task's PELT sums up the hierarchy
 //! (`propagate_entity_load_avg()`): a group entity's load average follows its own
@@ -15,8 +16,8 @@ use schedlab_core::sched::System;
 use schedlab_core::task::TaskId;
 
 use super::domains::KernelVersion;
-use super::fair::{Cfs, CfsRq, Se, MIN_VRUNTIME_START};
 use super::pelt::SchedAvg;
+use super::state::{Cfs, CfsRq, Ent, Se, TaskGroup, MIN_VRUNTIME_START};
 use super::weights::LoadWeight;
 
 /// `NSEC_PER_MSEC`: v6.7+ publishes a cfs_rq's load to its group at most this often.
@@ -28,13 +29,6 @@ pub const MIN_SHARES: u64 = 2;
 
 /// `sysctl_sched_shares_window` (v3.0): the window of a group's load average.
 pub const SCHED_SHARES_WINDOW_NS: u64 = 10_000_000;
-
-/// A scheduling entity: a task, or group `g`'s entity on CPU `cpu`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Ent {
-    Task(TaskId),
-    Group(usize, usize),
-}
 
 /// A walk up an entity's chain: see [`Cfs::walk_up`].
 #[derive(Clone, Copy, Debug)]
@@ -51,24 +45,6 @@ impl WalkUp {
         self.at = c.parent_ent(e, self.cpu);
         Some(e)
     }
-}
-
-/// `struct task_group`, per-CPU parts included. Group 0 is the root: its cfs_rqs
-/// are the CPUs' own (`rq->cfs`) and it has no entities.
-#[derive(Clone, Debug)]
-pub struct TaskGroup {
-    pub parent: usize,
-    /// Depth of the entities queued on this group's cfs_rqs (`se->depth`): 0 for
-    /// the root's, 1 for a child's.
-    pub level: u32,
-    /// `tg->shares`, scaled by the load resolution.
-    pub shares: u64,
-    /// `tg->load_avg`: the sum of the per-CPU contributions.
-    pub load_avg: u64,
-    /// v3.0 `tg->load_weight`: the sum of the per-CPU `load_contribution`s.
-    pub load_weight: u64,
-    pub cfs_rq: Vec<CfsRq>,
-    pub se: Vec<Se>,
 }
 
 impl Cfs {

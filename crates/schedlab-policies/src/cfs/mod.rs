@@ -1,11 +1,17 @@
-//! Linux's fair scheduling class (CFS) as of v4.19: kernel/sched/fair.c,
-//! core.c, topology.c, pelt.c. One file per kernel source area:
+//! Linux's fair scheduling class: CFS of v3.0 to v5.15 and EEVDF of v6.6 to
+//! v6.18 (kernel/sched/fair.c, core.c, topology.c, pelt.c). One file per kernel
+//! source area, each using the shared ones below it and none using it back:
 //! `weights` (fixed point), `pelt` (load tracking), `domains` (topology.c),
-//! `fair` (entity timing, runqueues, the class hooks), `select` (wakeup and fork
-//! placement), `balance` (idle and periodic load balancing, NOHZ, and the STEAL
-//! feature), `balance3` (v3.0's balancer on instantaneous weights), `balance5`
-//! (the v5.x rework), `features` (features.h), `sysctl` (tunables); `scan` is
-//! the simulator's dense copy of what the balancer's group scans read.
+//! `features` (features.h), `sysctl` (tunables) and `scan` (the simulator's
+//! dense copy of what the balancer's group scans read) at the bottom; `state`
+//! (the runqueues, entities and task groups every version shares) on them; then
+//! what the kernel does with that state: `fair` (entity timing, runqueues, the
+//! class hooks), `eevdf` (v6.6+ picking, placement and preemption), `group`
+//! (task groups and their shares), `select` (wakeup and fork placement) and
+//! `balance` (idle and periodic load balancing, NOHZ, the STEAL feature, and
+//! the parts of `load_balance()` every version shares), whose per-version
+//! halves are `balance3` (v3.0's on instantaneous weights), the v4.19 one in
+//! `balance` itself, and `balance5` (the v5.x rework, used by v5.10 to v6.18).
 
 pub mod balance;
 pub mod balance3;
@@ -18,7 +24,8 @@ pub mod group;
 pub mod pelt;
 pub mod scan;
 pub mod select;
+pub mod state;
 pub mod sysctl;
 pub mod weights;
 
-pub use fair::Cfs;
+pub use state::Cfs;

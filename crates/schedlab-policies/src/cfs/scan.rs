@@ -13,16 +13,14 @@
 //! of the runqueues themselves (debug builds add up every group's rows at
 //! every scan and check each row against its runqueue).
 //!
-//! Rows go stale when a root cfs_rq changes ([`Cfs::cfs_mut`] for the root,
+//! Rows go stale when a root cfs_rq changes (`Cfs::cfs_mut()` for the root,
 //! through which every PELT update, enqueue and dequeue goes, and the
 //! delayed-task count mark the CPU) or when the CPU goes idle or busy (the
-//! engine's list of state changes); [`Cfs::scan_rows_refresh`] rewrites the
-//! marked rows, and the sums of every group holding them, before a scan.
-
-use schedlab_core::sched::{CpuState, System};
+//! engine's list of state changes); `Cfs::scan_rows_refresh()` (balance.rs)
+//! rewrites the marked rows, and the sums of every group holding them, before a
+//! scan.
 
 use super::domains::{CpuDomains, SchedGroup};
-use super::fair::Cfs;
 
 /// One CPU's scanned fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,7 +53,8 @@ pub struct GroupSums {
 }
 
 impl GroupSums {
-    fn add(&mut self, row: &ScanRow) {
+    /// Counts a row in.
+    pub fn add(&mut self, row: &ScanRow) {
         self.load_avg += row.load_avg;
         self.util += row.util;
         self.runnable_avg += row.runnable_avg;
@@ -163,9 +162,23 @@ impl ScanRows {
         self.sums[group.span_id]
     }
 
+    /// The CPUs marked stale since the last refresh, each once, for the caller
+    /// to rewrite ([`Self::refresh_row`]) and hand back ([`Self::refreshed`]).
+    pub fn take_stale(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.stale_list)
+    }
+
+    /// The list [`Self::take_stale`] gave, its rows rewritten: kept for its
+    /// allocation.
+    pub fn refreshed(&mut self, mut list: Vec<usize>) {
+        list.clear();
+        self.stale_list = list;
+    }
+
     /// Replaces `cpu`'s row, in the sums of every span holding it too (rows
-    /// start as zeros, which the zero sums hold).
-    fn set(&mut self, cpu: usize, row: ScanRow) {
+    /// start as zeros, which the zero sums hold); the row is fresh.
+    pub fn refresh_row(&mut self, cpu: usize, row: ScanRow) {
+        self.stale[cpu] = false;
         let old = self.row(cpu);
         for &span in &self.span_of[self.span_start[cpu]..self.span_start[cpu + 1]] {
             let sums = &mut self.sums[span];
@@ -178,61 +191,5 @@ impl ScanRows {
         self.h_nr_running[cpu] = row.h_nr_running;
         self.nr_runnable[cpu] = row.nr_runnable;
         self.idle[cpu] = row.idle;
-    }
-}
-
-impl Cfs {
-    /// CPU `cpu`'s row as its runqueue holds it now, through the accessors the
-    /// kernel's scans use.
-    pub fn scan_row(&self, sys: &System, cpu: usize) -> ScanRow {
-        let h_nr_running = self.rq[cpu].cfs.h_nr_running as u32;
-        ScanRow {
-            load_avg: self.cpu_load(cpu),
-            util: self.cpu_util(cpu),
-            runnable_avg: self.cpu_runnable(cpu),
-            h_nr_running,
-            nr_runnable: self.h_nr_runnable(cpu) as u32,
-            idle: h_nr_running == 0 && sys.cpu_state(cpu) == CpuState::Idle,
-        }
-    }
-
-    /// Rewrites every stale row from its runqueue, and the sums holding it.
-    /// The first call asks the engine for the CPUs' state changes from then on
-    /// (every row is stale until the first call).
-    pub fn scan_rows_refresh(&mut self, sys: &mut System) {
-        if !sys.state_changes_tracked() {
-            sys.track_state_changes();
-        }
-        let scan = &mut self.scan;
-        sys.take_state_changes(|cpu| scan.mark(cpu));
-        let mut stale = std::mem::take(&mut self.scan.stale_list);
-        for &cpu in &stale {
-            let row = self.scan_row(sys, cpu);
-            self.scan.set(cpu, row);
-            self.scan.stale[cpu] = false;
-        }
-        stale.clear();
-        self.scan.stale_list = stale;
-    }
-
-    /// Debug builds: a fresh row agrees with its runqueue.
-    #[cfg(debug_assertions)]
-    pub(crate) fn debug_check_scan_row(&self, sys: &System, cpu: usize) {
-        debug_assert_eq!(
-            self.scan.row(cpu),
-            self.scan_row(sys, cpu),
-            "the balancer's scan row of CPU {cpu} is stale: a root cfs_rq change did not mark it"
-        );
-    }
-
-    /// Debug builds: `group`'s sums are its rows added up.
-    #[cfg(debug_assertions)]
-    pub(crate) fn debug_check_group_sums(&self, sys: &System, group: &SchedGroup) {
-        let mut sums = GroupSums::default();
-        for cpu in group.span_runs.iter().flat_map(|r| r.clone()) {
-            self.debug_check_scan_row(sys, cpu);
-            sums.add(&self.scan.row(cpu));
-        }
-        debug_assert_eq!(self.scan.group_sums(group), sums, "the running sums of the group {:?} drifted", group.span_runs);
     }
 }

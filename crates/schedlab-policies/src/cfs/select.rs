@@ -8,7 +8,7 @@ use schedlab_core::sched::{SelectReason, System, WakeFlags};
 use schedlab_core::task::TaskId;
 
 use super::domains::{KernelVersion, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_NUMA, SD_WAKE_AFFINE};
-use super::fair::Cfs;
+use super::state::Cfs;
 
 /// HOST_VCPU_PACK_IDLE's window: the wake-pull probe's first grid (one host
 /// state, tools/host-wake-pull/README.md) packed after 50 us idle when the
