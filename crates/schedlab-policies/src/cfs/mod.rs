@@ -10,11 +10,12 @@
 //! (task groups and their shares), `select` (wakeup and fork placement) and
 //! `balance` (idle and periodic load balancing, NOHZ, the STEAL feature, and
 //! the parts of `load_balance()` every version shares), whose per-version
-//! halves are `balance3` (v3.0's on instantaneous weights), the v4.19 one in
-//! `balance` itself, and `balance5` (the v5.x rework, used by v5.10 to v6.18).
+//! halves are `balance3` (v3.0's on instantaneous weights), `balance4` (v4.19's)
+//! and `balance5` (the v5.x rework, used by v5.10 to v6.18).
 
 pub mod balance;
 pub mod balance3;
+pub mod balance4;
 pub mod balance5;
 pub mod domains;
 pub mod eevdf;
