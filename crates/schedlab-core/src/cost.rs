@@ -271,6 +271,17 @@ pub struct MachineProfile {
     /// shipped bare-metal profiles do not charge it).
     #[serde(default)]
     pub ipi_receive_ns: u64,
+    /// CPU time a busy CPU loses to each periodic tick (the policy's HZ): the
+    /// local timer interrupt, the tick handler (`tick_nohz_handler()` →
+    /// `update_process_times()` with the scheduler's `sched_tick()`), the
+    /// softirqs it raises (timers, RCU), and in a guest the VM exits around the
+    /// interrupt and the timer's reprogramming. The task it interrupts is delayed
+    /// by as much; a CPU whose tick is stopped (idle, NOHZ) pays nothing, and the
+    /// balancing passes a tick triggers are the policy's to charge. `schedlab
+    /// calibrate` measures it as the median gap a clock-reading spinner sees at the
+    /// tick's phase; absent, 0 (not charged).
+    #[serde(default)]
+    pub tick_irq_ns: u64,
     /// Extra delay for an idle CPU to leave its idle state (shallow C-state exit)
     /// before it can run the scheduler.
     pub idle_exit_ns: u64,
@@ -386,6 +397,7 @@ impl MachineProfile {
             schedule_ns: None,
             ipi_latency_ns: 1000,
             ipi_receive_ns: 0,
+            tick_irq_ns: 0,
             idle_exit_ns: 2000,
             idle_polls: true,
             fork_ns: 50_000,
@@ -472,6 +484,7 @@ impl MachineProfile {
             ("ipi_send_idle_ns", self.ipi_send_idle_ns.unwrap_or(0), 0, OP_NS, "ns"),
             ("ipi_latency_ns", self.ipi_latency_ns, 0, OP_NS, "ns"),
             ("ipi_receive_ns", self.ipi_receive_ns, 0, OP_NS, "ns"),
+            ("tick_irq_ns", self.tick_irq_ns, 0, OP_NS, "ns"),
             ("idle_exit_ns", self.idle_exit_ns, 0, OP_NS, "ns"),
             ("fork_ns", self.fork_ns, 1, BIG_NS, "ns"),
             ("clone_ns", self.clone_ns, 1, BIG_NS, "ns"),

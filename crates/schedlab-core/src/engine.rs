@@ -1241,6 +1241,8 @@ impl Engine {
 
     fn tick(&mut self, cpu: usize) {
         let Some(curr) = self.sys.curr(cpu) else { return };
+        // The timer interrupt and the tick's own work delay the running task.
+        self.sys.charge(cpu, Charge::Sched, self.sys.cost.tick_irq_ns);
         let resched = self.policy.task_tick(&mut self.sys, cpu, curr);
         self.policy.trigger_load_balance(&mut self.sys, cpu);
         self.process_requests();

@@ -174,6 +174,23 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             None
         }
     };
+    let tick_irq_ns = match tick_irq(host.cpu_a, plan.tick_ms) {
+        Ok(t) => {
+            let v = floor(t.median_ns, 1);
+            notes.measured(format!(
+                "tick_irq_ns = {v}: median of the {} gaps a clock-reading spinner on CPU {} saw at the tick's \
+                 phase in {} ms (HZ = {}: {:.0} local timer interrupts a second on that CPU; {} other gaps over \
+                 {TICK_GAP_MIN_NS} ns, median {:.0} ns, not charged)",
+                t.tick_gaps, host.cpu_a, plan.tick_ms, t.hz, t.timer_irqs_per_s, t.other_gaps, t.other_median_ns
+            ));
+            v
+        }
+        Err(e) => {
+            notes.estimated(format!("tick_irq_ns = 0: the tick was not measured ({e:#}); not charged"));
+            0
+        }
+    };
+
     let syscall = time_per_op(plan.reps, plan.syscall_iters, || {
         // SAFETY: getppid has no preconditions and cannot fail.
         black_box(unsafe { libc::getppid() });
@@ -825,6 +842,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         ipi_send_ns,
         ipi_latency_ns,
         ipi_receive_ns,
+        tick_irq_ns,
         wakeup_remote_ns,
         ipi_send_idle_ns,
         idle_exit_charged_ns,
@@ -1355,6 +1373,8 @@ struct Plan {
     bw_reps: usize,
     /// How long the idle host is recorded for its background threads.
     background_ms: u64,
+    /// How long a spinner watches for the tick's gaps.
+    tick_ms: u64,
 }
 
 impl Plan {
@@ -1377,6 +1397,7 @@ impl Plan {
                 bw_llc_factor: 2,
                 bw_reps: 2,
                 background_ms: 1_000,
+                tick_ms: 300,
             }
         } else {
             Plan {
@@ -1396,6 +1417,7 @@ impl Plan {
                 bw_llc_factor: 4,
                 bw_reps: 5,
                 background_ms: 5_000,
+                tick_ms: 1_000,
             }
         }
     }
@@ -2842,6 +2864,104 @@ fn ipi_receive_ns(cpu_a: usize, cpu_b: usize, plan: &Plan) -> Result<Option<f64>
         return Ok(None);
     }
     Ok(median(gaps.into_iter().map(|g| g as f64).collect()))
+}
+
+/// A gap in a spinner's clock readings shorter than this is the loop itself.
+const TICK_GAP_MIN_NS: u64 = 300;
+/// Phase bins per tick period.
+const TICK_PHASE_BINS: u64 = 80;
+/// The CONFIG_HZ values Linux offers.
+const KERNEL_HZ: [u64; 4] = [100, 250, 300, 1000];
+
+/// The tick as a spinner sees it: see [`tick_irq`].
+struct TickIrq {
+    hz: u64,
+    timer_irqs_per_s: f64,
+    tick_gaps: usize,
+    median_ns: f64,
+    other_gaps: usize,
+    other_median_ns: f64,
+}
+
+/// The CPU time a busy CPU's periodic tick takes from the task it interrupts: a
+/// thread pinned to `cpu` reads the clock in a tight loop for `ms` and keeps
+/// every gap over [`TICK_GAP_MIN_NS`] with the time it began. The CPU's local
+/// timer interrupts over the same time (`LOC` in /proc/interrupts) give the tick
+/// rate, hence HZ (the nearest value Linux offers); the gaps that begin at one
+/// phase of that period (the most crowded of [`TICK_PHASE_BINS`] bins and its two
+/// neighbours) are the tick's, and their median is its cost. Other gaps (other
+/// interrupts, and in a guest the host's own exits, which the guest cannot see)
+/// are counted apart. An error where the tick cannot be told apart: no `LOC`
+/// line, a rate far from every HZ, or fewer tick gaps than half the ticks.
+fn tick_irq(cpu: usize, ms: u64) -> Result<TickIrq> {
+    pin_current_thread(cpu)?;
+    let irqs_before = local_timer_interrupts(cpu)?;
+    let dur_ns = ms * 1_000_000;
+    let mut gaps: Vec<(u64, u64)> = Vec::with_capacity(4096);
+    let t0 = now_ns();
+    let mut last = t0;
+    loop {
+        let t = now_ns();
+        if t - last > TICK_GAP_MIN_NS {
+            gaps.push((last, t - last));
+        }
+        last = t;
+        if t - t0 >= dur_ns {
+            break;
+        }
+    }
+    let elapsed_ns = last - t0;
+    let irqs = local_timer_interrupts(cpu)?.saturating_sub(irqs_before);
+    let per_s = irqs as f64 * 1e9 / elapsed_ns as f64;
+    let hz =
+        KERNEL_HZ.into_iter().min_by(|a, b| (*a as f64 - per_s).abs().total_cmp(&(*b as f64 - per_s).abs())).expect("HZ values");
+    if per_s < hz as f64 * 0.75 || per_s > hz as f64 * 1.5 {
+        bail!("{per_s:.0} local timer interrupts a second on CPU {cpu}, near no CONFIG_HZ of {KERNEL_HZ:?}");
+    }
+    let period = 1_000_000_000 / hz;
+    let bin = |at: u64| (at % period) * TICK_PHASE_BINS / period;
+    let mut bins = vec![0usize; TICK_PHASE_BINS as usize];
+    for &(at, _) in &gaps {
+        bins[bin(at) as usize] += 1;
+    }
+    let peak = (0..TICK_PHASE_BINS).max_by_key(|&b| bins[b as usize]).expect("bins") as i64;
+    let near = |b: u64| {
+        let d = (b as i64 - peak).rem_euclid(TICK_PHASE_BINS as i64);
+        d <= 1 || d >= TICK_PHASE_BINS as i64 - 1
+    };
+    let (tick, other): (Vec<_>, Vec<_>) = gaps.iter().partition(|&&(at, _)| near(bin(at)));
+    let ticks_expected = elapsed_ns / period;
+    if (tick.len() as u64) * 2 < ticks_expected {
+        bail!("{} gaps at the tick's phase in {ms} ms, {ticks_expected} ticks expected at HZ = {hz}", tick.len());
+    }
+    let median_of = |v: &[&(u64, u64)]| median(v.iter().map(|g| g.1 as f64).collect()).unwrap_or(0.0);
+    Ok(TickIrq {
+        hz,
+        timer_irqs_per_s: per_s,
+        tick_gaps: tick.len(),
+        median_ns: median_of(&tick),
+        other_gaps: other.len(),
+        other_median_ns: median_of(&other),
+    })
+}
+
+/// `cpu`'s local timer interrupts so far: its column of the `LOC` line of
+/// /proc/interrupts (x86; arm64's arch timer line is named after its driver).
+fn local_timer_interrupts(cpu: usize) -> Result<u64> {
+    let text = std::fs::read_to_string("/proc/interrupts").context("/proc/interrupts")?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split_whitespace().collect();
+    let col = header.iter().position(|c| *c == format!("CPU{cpu}")).context("no column for the CPU in /proc/interrupts")?;
+    let line = lines
+        .find(|l| {
+            let name = l.split_whitespace().next().unwrap_or("");
+            name == "LOC:" || (name.ends_with(':') && l.contains("arch_timer"))
+        })
+        .context("no local timer line (LOC, arch_timer) in /proc/interrupts")?;
+    line.split_whitespace()
+        .nth(col + 1)
+        .and_then(|v| v.parse().ok())
+        .context("an unreadable local timer count in /proc/interrupts")
 }
 
 // --- Cache refill ----------------------------------------------------------------------

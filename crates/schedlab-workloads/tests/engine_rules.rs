@@ -34,6 +34,23 @@ fn one_task_compute_timeline() {
     assert_eq!(s.busy_ns, 1_000_000);
 }
 
+/// A busy CPU's periodic tick delays the task it interrupts by `tick_irq_ns`; a
+/// CPU asleep with its tick stopped pays nothing.
+#[test]
+fn a_busy_cpus_tick_delays_the_running_task() {
+    let with_tick = |tick_irq_ns| {
+        let profile = schedlab_core::cost::MachineProfile { tick_irq_ns, ..common::unit_profile() };
+        let compute = vec![Op::Mark { label: MARK_START }, Op::Compute { ns: 10_000_000 }, Op::Mark { label: MARK_END }];
+        let sleep = vec![Op::Mark { label: MARK_START }, Op::Sleep { ns: 10_000_000 }, Op::Mark { label: MARK_END }];
+        (run_script_on("1x1x1x1", profile.clone(), compute).elapsed_ns(), run_script_on("1x1x1x1", profile, sleep).elapsed_ns())
+    };
+    let (compute, sleep) = with_tick(0);
+    assert_eq!(compute, 10_000_000);
+    // HZ=250 from t = 0: the compute (3 us to 10.003 ms) takes the ticks at 4 and
+    // 8 ms, each 5 us of interrupt before its next step.
+    assert_eq!(with_tick(5_000), (compute + 2 * 5_000, sleep));
+}
+
 #[test]
 fn sleep_blocks_and_timer_wakes() {
     // Sleep 5 ms: syscall 100, block, go idle. The timer fires on the sleeper's idle
