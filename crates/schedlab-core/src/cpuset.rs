@@ -77,6 +77,51 @@ impl CpuSet {
         WrapIter { words: &self.words, bit, k: 0, wi: first, word: self.words[first] & (!0u64 << bit) }
     }
 
+    /// The kernel's bounded `for_each_cpu_wrap(cpu, self, start)` search (as in
+    /// `select_idle_cpu()`), word by word: the members in `among` (all of them
+    /// when None; the others are skipped uncounted) are looked at in wrap order
+    /// from `start`, at most `budget` of them, for the first that is in `hits` and
+    /// that `accept` takes. Members outside `hits` are looked at and counted
+    /// without a call.
+    pub fn wrap_search(
+        &self,
+        start: usize,
+        among: Option<&CpuSet>,
+        hits: &CpuSet,
+        budget: u64,
+        mut accept: impl FnMut(usize) -> bool,
+    ) -> WrapSearch {
+        let n = self.words.len();
+        let (first, bit) = if start / 64 < n { (start / 64, start % 64) } else { (0, 0) };
+        let mut seen = 0u64;
+        for k in 0..=n {
+            let wi = (first + k) % n;
+            let part = match k {
+                0 => !0u64 << bit,
+                _ if k == n => (1u64 << bit).wrapping_sub(1),
+                _ => !0,
+            };
+            let cand = self.words[wi] & among.map_or(!0, |a| a.words.get(wi).copied().unwrap_or(0)) & part;
+            let mut hit = cand & hits.words.get(wi).copied().unwrap_or(0);
+            while hit != 0 {
+                let b = hit.trailing_zeros();
+                let looked = seen + u64::from((cand & ((1u64 << b) - 1)).count_ones()) + 1;
+                if looked > budget {
+                    return WrapSearch::OutOfBudget;
+                }
+                if accept(wi * 64 + b as usize) {
+                    return WrapSearch::Found { cpu: wi * 64 + b as usize, looked };
+                }
+                hit &= hit - 1;
+            }
+            seen += u64::from(cand.count_ones());
+            if seen > budget {
+                return WrapSearch::OutOfBudget;
+            }
+        }
+        WrapSearch::Exhausted { looked: seen }
+    }
+
     /// `cpumask_copy(self, other)`, reusing this set's storage.
     pub fn copy_from(&mut self, other: &CpuSet) {
         self.words.clear();
@@ -139,6 +184,17 @@ impl CpuSet {
     }
 }
 
+/// How a [`CpuSet::wrap_search`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrapSearch {
+    /// `cpu` taken, the `looked`-th member looked at.
+    Found { cpu: usize, looked: u64 },
+    /// The budget's members looked at and none taken, with more to look at.
+    OutOfBudget,
+    /// All `looked` members looked at, none taken, within the budget.
+    Exhausted { looked: u64 },
+}
+
 /// [`CpuSet::iter_wrap`]'s walk: word `first + k` (mod the word count) for k
 /// from 0 to the count, the first word's bits from `bit` up and, at k equal to
 /// the count, its bits below `bit`.
@@ -179,6 +235,76 @@ impl Iterator for WrapIter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `wrap_search` against the loop it replaces in `select_idle_cpu()`: each
+    /// member of `among` in wrap order takes one unit of the budget before it is
+    /// looked at; the search stops when a member in `hits` is accepted or the
+    /// budget runs out.
+    fn wrap_search_by_loop(
+        set: &CpuSet,
+        start: usize,
+        among: Option<&CpuSet>,
+        hits: &CpuSet,
+        budget: u64,
+        accept: impl Fn(usize) -> bool,
+    ) -> WrapSearch {
+        let mut nr = budget.saturating_add(1);
+        let mut looked = 0;
+        for cpu in set.iter_wrap(start) {
+            if among.is_some_and(|a| !a.contains(cpu)) {
+                continue;
+            }
+            nr -= 1;
+            if nr == 0 {
+                return WrapSearch::OutOfBudget;
+            }
+            looked += 1;
+            if hits.contains(cpu) && accept(cpu) {
+                return WrapSearch::Found { cpu, looked };
+            }
+        }
+        WrapSearch::Exhausted { looked }
+    }
+
+    #[test]
+    fn wrap_search_looks_where_the_loop_looks() {
+        let mut seed = 0x9e3779b97f4a7c15u64;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..3000 {
+            let ncpus = [3, 64, 130, 256][round % 4];
+            let density = [2, 8, 50, 90][(round / 4) % 4];
+            let make = |r: &mut dyn FnMut() -> u64, pct: u64| {
+                let mut s = CpuSet::new(ncpus);
+                for c in 0..ncpus {
+                    if r() % 100 < pct {
+                        s.set(c);
+                    }
+                }
+                s
+            };
+            let set = make(&mut rand, 70);
+            let among = make(&mut rand, 85);
+            let hits = make(&mut rand, density);
+            let start = (rand() % (ncpus as u64 + 2)) as usize;
+            let budget = [0, 1, 3, 17, u64::MAX - 1][(rand() % 5) as usize];
+            let reject = (rand() % ncpus as u64) as usize;
+            let accept = |c: usize| c != reject;
+            for among in [None, Some(&among)] {
+                assert_eq!(
+                    set.wrap_search(start, among, &hits, budget, accept),
+                    wrap_search_by_loop(&set, start, among, &hits, budget, accept),
+                    "round {round}: start {start} budget {budget} set {} hits {}",
+                    set.to_list(),
+                    hits.to_list()
+                );
+            }
+        }
+    }
 
     #[test]
     fn next_wrap_and_list() {

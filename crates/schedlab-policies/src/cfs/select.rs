@@ -4,6 +4,7 @@
 //! `find_idlest_cpu()` → `find_idlest_group()` → `find_idlest_group_cpu()`.
 //! Every CPU a search looks at is charged to the searching CPU as find time.
 
+use schedlab_core::cpuset::WrapSearch;
 use schedlab_core::sched::{SelectReason, System, WakeFlags};
 use schedlab_core::task::TaskId;
 
@@ -349,11 +350,11 @@ impl Cfs {
         let (mut idle_cpu, mut idle_core, mut out_of_budget) = (None, None, false);
         let mut scanned = 0u64;
         let start = (target + 1) % sys.ncpus();
-        for cpu in span.iter_wrap(start) {
-            if (has_idle_core && !cpus.contains(cpu)) || !sys.tasks[p].can_run_on(cpu) {
-                continue;
-            }
-            if has_idle_core {
+        if has_idle_core {
+            for cpu in span.iter_wrap(start) {
+                if !cpus.contains(cpu) || !sys.tasks[p].can_run_on(cpu) {
+                    continue;
+                }
                 // select_idle_core(): every thread of this core idle?
                 let mut idle = true;
                 let sibs = sys.topo.smt_siblings(cpu);
@@ -379,17 +380,23 @@ impl Cfs {
                     idle_core = Some(cpu);
                     break;
                 }
-            } else {
-                nr -= 1;
-                if nr == 0 {
-                    out_of_budget = true;
-                    break;
-                }
-                scanned += 1;
-                if self.available_idle_cpu(sys, cpu) {
+            }
+        } else {
+            // The loop's `--nr <= 0` budget over the allowed CPUs of the span, each
+            // looked at with available_idle_cpu(); only CPUs in the idle mask can
+            // pass it, so the search goes a word of CPUs at a time and calls it
+            // for those alone.
+            let allowed = sys.tasks[p].allowed.as_ref();
+            match span.wrap_search(start, allowed, sys.idle_mask(), nr - 1, |c| self.available_idle_cpu(sys, c)) {
+                WrapSearch::Found { cpu, looked } => {
                     idle_cpu = Some(cpu);
-                    break;
+                    scanned = looked;
                 }
+                WrapSearch::OutOfBudget => {
+                    out_of_budget = true;
+                    scanned = nr - 1;
+                }
+                WrapSearch::Exhausted { looked } => scanned = looked,
             }
         }
         self.sis_cpus = cpus;
