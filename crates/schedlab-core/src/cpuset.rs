@@ -94,14 +94,20 @@ impl CpuSet {
         let n = self.words.len();
         let (first, bit) = if start / 64 < n { (start / 64, start % 64) } else { (0, 0) };
         let mut seen = 0u64;
+        let mut wi = first;
         for k in 0..=n {
-            let wi = (first + k) % n;
-            let part = match k {
-                0 => !0u64 << bit,
-                _ if k == n => (1u64 << bit).wrapping_sub(1),
-                _ => !0,
+            // The start word's bits from `bit` first, its bits below `bit` last.
+            let part = if k == 0 {
+                !0u64 << bit
+            } else if k == n {
+                (1u64 << bit).wrapping_sub(1)
+            } else {
+                !0
             };
-            let cand = self.words[wi] & among.map_or(!0, |a| a.words.get(wi).copied().unwrap_or(0)) & part;
+            let mut cand = self.words[wi] & part;
+            if let Some(a) = among {
+                cand &= a.words.get(wi).copied().unwrap_or(0);
+            }
             let mut hit = cand & hits.words.get(wi).copied().unwrap_or(0);
             while hit != 0 {
                 let b = hit.trailing_zeros();
@@ -117,6 +123,10 @@ impl CpuSet {
             seen += u64::from(cand.count_ones());
             if seen > budget {
                 return WrapSearch::OutOfBudget;
+            }
+            wi += 1;
+            if wi == n {
+                wi = 0;
             }
         }
         WrapSearch::Exhausted { looked: seen }
