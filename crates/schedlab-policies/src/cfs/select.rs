@@ -398,6 +398,24 @@ impl Cfs {
                 }
                 WrapSearch::Exhausted { looked } => scanned = looked,
             }
+            #[cfg(debug_assertions)]
+            {
+                // The loop it replaces, CPU by CPU.
+                let (mut left, mut looked, mut found, mut out) = (nr, 0u64, None, false);
+                for cpu in span.iter_wrap(start).filter(|&c| sys.tasks[p].can_run_on(c)) {
+                    left -= 1;
+                    if left == 0 {
+                        out = true;
+                        break;
+                    }
+                    looked += 1;
+                    if self.available_idle_cpu(sys, cpu) {
+                        found = Some(cpu);
+                        break;
+                    }
+                }
+                debug_assert_eq!((idle_cpu, scanned, out_of_budget), (found, looked, out), "select_idle_cpu()'s search");
+            }
         }
         self.sis_cpus = cpus;
         sys.charge_search(this_cpu, scanned, 0, 0);
