@@ -1049,7 +1049,7 @@ impl Engine {
         while !self.sys.requests.is_empty() {
             // Handling a request may add more; keep the buffer's allocation for reuse.
             let mut reqs = std::mem::take(&mut self.sys.requests);
-            for r in reqs.drain(..) {
+            for &r in &reqs {
                 match r {
                     Request::Resched { cpu, from } => self.resched_curr_class(cpu, from),
                     // Logged in the destination CPU's context.
@@ -1060,6 +1060,7 @@ impl Engine {
                 }
             }
             if self.sys.requests.is_empty() {
+                reqs.clear();
                 self.sys.requests = reqs;
             }
         }

@@ -70,11 +70,13 @@ pub struct EventQueue {
 }
 
 impl EventQueue {
+    #[inline]
     pub fn push(&mut self, time_ns: u64, kind: EventKind) {
         self.seq += 1;
         self.heap.push(Queued { key: (time_ns as u128) << 64 | self.seq as u128, kind });
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(u64, EventKind)> {
         self.heap.pop().map(|q| ((q.key >> 64) as u64, q.kind))
     }
