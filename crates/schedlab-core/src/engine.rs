@@ -1159,10 +1159,16 @@ impl Engine {
 
     /// Speed (per mille of alone) of a segment on `cpu` with its core's hardware
     /// threads as busy as they are now.
+    #[inline]
     fn smt_speed_pm(&self, cpu: usize) -> u64 {
         if self.sys.cost.smt_throughput_pct.is_none() {
             return 1000;
         }
+        self.smt_speed_pm_shared(cpu)
+    }
+
+    /// [`Self::smt_speed_pm`] on a machine whose threads share their core.
+    fn smt_speed_pm_shared(&self, cpu: usize) -> u64 {
         let busy =
             self.sys.topo.smt_siblings(cpu).iter().filter(|&s| s == cpu || self.sys.cpu_state(s) == CpuState::Busy).count();
         self.sys.cost.smt_speed_pm(busy as u64)
@@ -1674,7 +1680,17 @@ impl Engine {
 
     /// Ends `cpu`'s stream, re-timing the others on its node. Returns what is left
     /// of it in local-memory alone time, and what it asked.
+    #[inline]
     fn stop_stream(&mut self, cpu: usize) -> Option<(u64, StreamAsk)> {
+        if self.cpu[cpu].stream.is_some() {
+            self.stop_running_stream(cpu)
+        } else {
+            None
+        }
+    }
+
+    /// [`Self::stop_stream`] of a CPU running a stream.
+    fn stop_running_stream(&mut self, cpu: usize) -> Option<(u64, StreamAsk)> {
         let st = self.cpu[cpu].stream.take()?;
         let mut buf = std::mem::take(&mut self.mem_buf);
         let left = self.memory.stop(cpu, self.sys.now_ns, &mut buf);
@@ -1773,11 +1789,18 @@ impl Engine {
     /// releases (`anon_pipe_get_page()` / `anon_pipe_put_page()`): allocations
     /// beyond the pipe's spare pages, frees beyond their room, as the pipe stands
     /// when the call starts. Linux pipes only.
+    #[inline]
     fn pipe_page_ns(&self, op: &Op, p: TaskId, retry: bool) -> u64 {
         let c = &self.sys.cost;
         if c.pipe_page_alloc_ns == 0 && c.pipe_page_free_ns == 0 {
             return 0;
         }
+        self.pipe_page_charged_ns(op, p, retry)
+    }
+
+    /// [`Self::pipe_page_ns`] on a machine that charges pipe pages.
+    fn pipe_page_charged_ns(&self, op: &Op, p: TaskId, retry: bool) -> u64 {
+        let c = &self.sys.cost;
         match *op {
             Op::Write { chan, bytes } => match self.chans.get(chan) {
                 Some(Channel::Pipe(pipe)) if pipe.tmp_page_slots > 0 => {
@@ -1820,8 +1843,18 @@ impl Engine {
     /// Returns the spin plus the line transfers, and reserves the mutex until
     /// this call's end. A spinner that is asked to reschedule sleeps on the mutex
     /// instead; that is not modelled (it spins on).
+    #[inline]
     fn pipe_mutex_ns(&mut self, cpu: usize, p: TaskId, access: Option<PipeAccess>, entry_ns: u64, body_ns: u64) -> u64 {
-        let Some(access) = access else { return 0 };
+        match access {
+            Some(access) if matches!(self.chans.get(access.chan()), Some(Channel::Pipe(_))) => {
+                self.pipe_mutex_taken_ns(cpu, p, access, entry_ns, body_ns)
+            }
+            _ => 0,
+        }
+    }
+
+    /// [`Self::pipe_mutex_ns`] of a pipe call.
+    fn pipe_mutex_taken_ns(&mut self, cpu: usize, p: TaskId, access: PipeAccess, entry_ns: u64, body_ns: u64) -> u64 {
         let chan = access.chan();
         let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
         let arrive = self.sys.now_ns + self.sys.pending_overhead_ns[cpu] + self.exec[p].refill_ns + entry_ns;
