@@ -1159,6 +1159,8 @@ impl Engine {
 
     /// Speed (per mille of alone) of a segment on `cpu` with its core's hardware
     /// threads as busy as they are now.
+    /// Inline test, out-of-line body: called at every step, it usually finds
+    /// nothing to do (the event loop is sensitive to what the compiler inlines).
     #[inline]
     fn smt_speed_pm(&self, cpu: usize) -> u64 {
         if self.sys.cost.smt_throughput_pct.is_none() {
@@ -1680,6 +1682,8 @@ impl Engine {
 
     /// Ends `cpu`'s stream, re-timing the others on its node. Returns what is left
     /// of it in local-memory alone time, and what it asked.
+    /// Inline test, out-of-line body: called at every step, it usually finds
+    /// nothing to do (the event loop is sensitive to what the compiler inlines).
     #[inline]
     fn stop_stream(&mut self, cpu: usize) -> Option<(u64, StreamAsk)> {
         if self.cpu[cpu].stream.is_some() {
@@ -1789,6 +1793,8 @@ impl Engine {
     /// releases (`anon_pipe_get_page()` / `anon_pipe_put_page()`): allocations
     /// beyond the pipe's spare pages, frees beyond their room, as the pipe stands
     /// when the call starts. Linux pipes only.
+    /// Inline test, out-of-line body: called at every step, it usually finds
+    /// nothing to do (the event loop is sensitive to what the compiler inlines).
     #[inline]
     fn pipe_page_ns(&self, op: &Op, p: TaskId, retry: bool) -> u64 {
         let c = &self.sys.cost;
@@ -1843,6 +1849,8 @@ impl Engine {
     /// Returns the spin plus the line transfers, and reserves the mutex until
     /// this call's end. A spinner that is asked to reschedule sleeps on the mutex
     /// instead; that is not modelled (it spins on).
+    /// Inline test, out-of-line body: called at every step, it usually finds
+    /// nothing to do (the event loop is sensitive to what the compiler inlines).
     #[inline]
     fn pipe_mutex_ns(&mut self, cpu: usize, p: TaskId, access: Option<PipeAccess>, entry_ns: u64, body_ns: u64) -> u64 {
         match access {
