@@ -431,6 +431,9 @@ pub struct Engine {
     unix_queued_bytes: u64,
     /// Pages held by all pipes' rings: their data's cache footprint.
     pipe_queued_bytes: u64,
+    /// The profile charges cold AF_UNIX or pipe calls, which read the two
+    /// footprints above; without it they are not kept.
+    track_footprint: bool,
     /// The tail of a halted CPU's idle exit that the task it wakes for pays
     /// (`idle_exit_charged_ns`, see `resched_curr()`); 0 where it does not apply.
     halted_exit_charge_ns: u64,
@@ -534,6 +537,7 @@ impl Engine {
         let (ncores, nllcs) = (topo.core_cpus.len(), topo.llc_cpus.len());
         let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.map_or(0, |mb| mb.saturating_mul(1_000_000)));
         let tlb_slots = cost.tlb.as_ref().map(|t| t.nr_dyn_asids as usize);
+        let track_footprint = cost.unix_cold_bytes != 0 || cost.pipe_cold_bytes != 0;
         let mut sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         sys.preempt = cfg.preempt;
         sys.preemption_built = cfg.preempt_dynamic || cfg.preempt.kernel_preemptible();
@@ -561,6 +565,7 @@ impl Engine {
             chans: Vec::new(),
             unix_queued_bytes: 0,
             pipe_queued_bytes: 0,
+            track_footprint,
             halted_exit_charge_ns,
             wake_enqueue_ns: 0,
             trace_context: TraceContext::Task,
@@ -1922,6 +1927,16 @@ impl Engine {
         }
     }
 
+    /// `chan`'s footprint before a read or write, when the footprints are kept.
+    #[inline]
+    fn footprint_of(&self, chan: crate::program::ChanId) -> Option<(u64, u64)> {
+        if self.track_footprint {
+            self.chans.get(chan).map(Self::queued_footprint)
+        } else {
+            None
+        }
+    }
+
     /// Moves the machine-wide footprints by what a read or write on `chan` changed.
     fn account_footprint(&mut self, chan: crate::program::ChanId, before: Option<(u64, u64)>) {
         let (Some((u0, p0)), Some(ch)) = (before, self.chans.get(chan)) else { return };
@@ -2090,7 +2105,7 @@ impl Engine {
             Op::Write { chan, bytes } => {
                 let left = bytes - self.exec[p].op_progress;
                 let mut wake = std::mem::take(&mut self.wake_buf);
-                let before = self.chans.get(chan).map(Self::queued_footprint);
+                let before = self.footprint_of(chan);
                 let io = match self.chans.get_mut(chan) {
                     Some(Channel::Pipe(pipe)) => pipe.write(p, cpu, left, !first, &mut wake),
                     Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.write(p, left, &mut wake),
@@ -2120,7 +2135,7 @@ impl Engine {
             }
             Op::Read { chan, bytes } => {
                 let mut wake = std::mem::take(&mut self.wake_buf);
-                let before = self.chans.get(chan).map(Self::queued_footprint);
+                let before = self.footprint_of(chan);
                 let io = match self.chans.get_mut(chan) {
                     Some(Channel::Pipe(pipe)) => pipe.read(p, bytes, &mut wake),
                     Some(Channel::Unix(u)) | Some(Channel::Tcp(u)) => u.read(p, bytes, &mut wake),
