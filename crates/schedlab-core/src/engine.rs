@@ -2081,9 +2081,9 @@ impl Engine {
                             self.violation(format!("task {p} closed pipe {chan} with tasks waiting on it"));
                         }
                         // Unread pages leave the machine's queued footprint with it.
-                        let before = Self::queued_footprint(&self.chans[chan]);
+                        let before = self.footprint_of(chan);
                         self.chans[chan] = Channel::Pipe(Pipe::default());
-                        self.account_footprint(chan, Some(before));
+                        self.account_footprint(chan, before);
                         self.free_pipes.push(chan);
                     }
                     _ => self.violation(format!("task {p} closed channel {chan}, which is not an open pipe")),

@@ -777,6 +777,24 @@ fn a_closed_pipe_is_freed_for_the_next_one() {
     assert!(v.iter().any(|m| m.contains("with tasks waiting on it")), "{v:?}");
 }
 
+/// A pipe closed with data unread takes its pages out of the machine's queued
+/// footprint only where the profile keeps it (cold pipe calls charged); either
+/// way the run goes on.
+#[test]
+fn a_pipe_closed_with_unread_data() {
+    let ops =
+        || vec![Op::Pipe, Op::Write { chan: 0, bytes: 5000 }, Op::Close { chan: 0 }, Op::Pipe, Op::Write { chan: 0, bytes: 100 }];
+    let mut cold = common::unit_profile();
+    (cold.pipe_write_cold_ns, cold.pipe_read_cold_ns, cold.pipe_cold_bytes) = (1_000_000, 1_000_000, 1 << 20);
+    // Without the footprint kept, closing used to take the pipe's pages out of
+    // a total that had never counted them (an arithmetic overflow).
+    let plain = run_script_on("1x1x1x1", common::unit_profile(), ops());
+    let charged = run_script_on("1x1x1x1", cold, ops());
+    // The second pipe's write is charged for the first one's pages only while
+    // they are queued: after the close nothing is, so both runs cost the same.
+    assert_eq!(plain.end_ns, charged.end_ns);
+}
+
 /// A reaped process that left a child unreaped keeps its slot: the orphan still
 /// names it as its parent, and must not become the zombie of whatever took the
 /// slot next (here Q, whose wait() must find no child).
