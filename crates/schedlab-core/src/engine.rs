@@ -2081,7 +2081,7 @@ impl Engine {
                             self.violation(format!("task {p} closed pipe {chan} with tasks waiting on it"));
                         }
                         // Unread pages leave the machine's queued footprint with it.
-                        let before = self.footprint_of(chan);
+                        let before = self.track_footprint.then(|| Self::queued_footprint(&self.chans[chan]));
                         self.chans[chan] = Channel::Pipe(Pipe::default());
                         self.account_footprint(chan, before);
                         self.free_pipes.push(chan);
