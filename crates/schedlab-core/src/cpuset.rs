@@ -132,6 +132,35 @@ impl CpuSet {
         WrapSearch::Exhausted { looked: seen }
     }
 
+    /// [`Self::wrap_search`] the way the kernel's loop goes, one member at a
+    /// time (each member of `among` takes one unit of the budget before it is
+    /// looked at): the reference the word-wise search is checked against.
+    pub fn wrap_search_each(
+        &self,
+        start: usize,
+        among: Option<&CpuSet>,
+        hits: &CpuSet,
+        budget: u64,
+        mut accept: impl FnMut(usize) -> bool,
+    ) -> WrapSearch {
+        let mut nr = budget.saturating_add(1);
+        let mut looked = 0;
+        for cpu in self.iter_wrap(start) {
+            if among.is_some_and(|a| !a.contains(cpu)) {
+                continue;
+            }
+            nr -= 1;
+            if nr == 0 {
+                return WrapSearch::OutOfBudget;
+            }
+            looked += 1;
+            if hits.contains(cpu) && accept(cpu) {
+                return WrapSearch::Found { cpu, looked };
+            }
+        }
+        WrapSearch::Exhausted { looked }
+    }
+
     /// `cpumask_copy(self, other)`, reusing this set's storage.
     pub fn copy_from(&mut self, other: &CpuSet) {
         self.words.clear();
@@ -246,36 +275,6 @@ impl Iterator for WrapIter<'_> {
 mod tests {
     use super::*;
 
-    /// `wrap_search` against the loop it replaces in `select_idle_cpu()`: each
-    /// member of `among` in wrap order takes one unit of the budget before it is
-    /// looked at; the search stops when a member in `hits` is accepted or the
-    /// budget runs out.
-    fn wrap_search_by_loop(
-        set: &CpuSet,
-        start: usize,
-        among: Option<&CpuSet>,
-        hits: &CpuSet,
-        budget: u64,
-        accept: impl Fn(usize) -> bool,
-    ) -> WrapSearch {
-        let mut nr = budget.saturating_add(1);
-        let mut looked = 0;
-        for cpu in set.iter_wrap(start) {
-            if among.is_some_and(|a| !a.contains(cpu)) {
-                continue;
-            }
-            nr -= 1;
-            if nr == 0 {
-                return WrapSearch::OutOfBudget;
-            }
-            looked += 1;
-            if hits.contains(cpu) && accept(cpu) {
-                return WrapSearch::Found { cpu, looked };
-            }
-        }
-        WrapSearch::Exhausted { looked }
-    }
-
     #[test]
     fn wrap_search_looks_where_the_loop_looks() {
         let mut seed = 0x9e3779b97f4a7c15u64;
@@ -307,7 +306,7 @@ mod tests {
             for among in [None, Some(&among)] {
                 assert_eq!(
                     set.wrap_search(start, among, &hits, budget, accept),
-                    wrap_search_by_loop(&set, start, among, &hits, budget, accept),
+                    set.wrap_search_each(start, among, &hits, budget, accept),
                     "round {round}: start {start} budget {budget} set {} hits {}",
                     set.to_list(),
                     hits.to_list()

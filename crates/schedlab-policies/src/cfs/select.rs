@@ -387,7 +387,15 @@ impl Cfs {
             // pass it, so the search goes a word of CPUs at a time and calls it
             // for those alone.
             let allowed = sys.tasks[p].allowed.as_ref();
-            match span.wrap_search(start, allowed, sys.idle_mask(), nr - 1, |c| self.available_idle_cpu(sys, c)) {
+            let search = span.wrap_search(start, allowed, sys.idle_mask(), nr - 1, |c| self.available_idle_cpu(sys, c));
+            // Debug builds: the loop it replaces, CPU by CPU over every CPU of the
+            // span, finds the same (the idle mask holds every CPU that can pass).
+            debug_assert_eq!(
+                search,
+                span.wrap_search_each(start, allowed, span, nr - 1, |c| self.available_idle_cpu(sys, c)),
+                "select_idle_cpu()'s search"
+            );
+            match search {
                 WrapSearch::Found { cpu, looked } => {
                     idle_cpu = Some(cpu);
                     scanned = looked;
@@ -397,24 +405,6 @@ impl Cfs {
                     scanned = nr - 1;
                 }
                 WrapSearch::Exhausted { looked } => scanned = looked,
-            }
-            #[cfg(debug_assertions)]
-            {
-                // The loop it replaces, CPU by CPU.
-                let (mut left, mut looked, mut found, mut out) = (nr, 0u64, None, false);
-                for cpu in span.iter_wrap(start).filter(|&c| sys.tasks[p].can_run_on(c)) {
-                    left -= 1;
-                    if left == 0 {
-                        out = true;
-                        break;
-                    }
-                    looked += 1;
-                    if self.available_idle_cpu(sys, cpu) {
-                        found = Some(cpu);
-                        break;
-                    }
-                }
-                debug_assert_eq!((idle_cpu, scanned, out_of_budget), (found, looked, out), "select_idle_cpu()'s search");
             }
         }
         self.sis_cpus = cpus;
