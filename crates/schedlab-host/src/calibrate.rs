@@ -2832,18 +2832,9 @@ fn ipi_receive_ns(cpu_a: usize, cpu_b: usize, plan: &Plan) -> Result<Option<f64>
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = {
         let stop = stop.clone();
-        std::thread::spawn(move || -> Result<Vec<u64>> {
+        std::thread::spawn(move || -> Result<Vec<(u64, u64)>> {
             pin_current_thread(cpu_b)?;
-            let mut gaps = Vec::new();
-            let mut last = now_ns();
-            while !stop.load(Ordering::Relaxed) {
-                let t = now_ns();
-                if t - last > 300 {
-                    gaps.push(t - last);
-                }
-                last = t;
-            }
-            Ok(gaps)
+            Ok(clock_gaps(300, |_| !stop.load(Ordering::Relaxed)))
         })
     };
     // Let the watcher reach its CPU.
@@ -2863,7 +2854,23 @@ fn ipi_receive_ns(cpu_a: usize, cpu_b: usize, plan: &Plan) -> Result<Option<f64>
     if sent.is_err() {
         return Ok(None);
     }
-    Ok(median(gaps.into_iter().map(|g| g as f64).collect()))
+    Ok(median(gaps.into_iter().map(|(_, g)| g as f64).collect()))
+}
+
+/// What a thread reading the clock in a tight loop sees taken from it: every
+/// gap between two readings longer than `min_ns`, as (when it began, how long),
+/// for as long as `go_on(now)` holds.
+fn clock_gaps(min_ns: u64, mut go_on: impl FnMut(u64) -> bool) -> Vec<(u64, u64)> {
+    let mut gaps = Vec::with_capacity(4096);
+    let mut last = now_ns();
+    while go_on(last) {
+        let t = now_ns();
+        if t - last > min_ns {
+            gaps.push((last, t - last));
+        }
+        last = t;
+    }
+    gaps
 }
 
 /// A gap in a spinner's clock readings shorter than this is the loop itself.
@@ -2897,20 +2904,9 @@ fn tick_irq(cpu: usize, ms: u64) -> Result<TickIrq> {
     pin_current_thread(cpu)?;
     let irqs_before = local_timer_interrupts(cpu)?;
     let dur_ns = ms * 1_000_000;
-    let mut gaps: Vec<(u64, u64)> = Vec::with_capacity(4096);
     let t0 = now_ns();
-    let mut last = t0;
-    loop {
-        let t = now_ns();
-        if t - last > TICK_GAP_MIN_NS {
-            gaps.push((last, t - last));
-        }
-        last = t;
-        if t - t0 >= dur_ns {
-            break;
-        }
-    }
-    let elapsed_ns = last - t0;
+    let gaps = clock_gaps(TICK_GAP_MIN_NS, |t| t - t0 < dur_ns);
+    let elapsed_ns = now_ns() - t0;
     let irqs = local_timer_interrupts(cpu)?.saturating_sub(irqs_before);
     let per_s = irqs as f64 * 1e9 / elapsed_ns as f64;
     let hz =
