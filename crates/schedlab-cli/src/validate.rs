@@ -1027,21 +1027,22 @@ fn summary_json(t: &Tolerance, rows: &[RowResult]) -> Vec<serde_json::Value> {
 /// policy's simulated runs follow with the side `sim POLICY`.
 pub fn csv_report(rows: &[RowResult], also: &[(String, Vec<RowResult>)]) -> String {
     let mut out = String::from("row,workload,metric,side,run,value\n");
+    let mut lines = |r: &RowResult, c: &Cell, side: &str, vals: &[f64]| {
+        for (i, v) in vals.iter().enumerate() {
+            out.push_str(&format!("\"{}\",\"{}\",{},{side},{},{v}\n", r.name, r.spec, c.metric.name(), i + 1));
+        }
+    };
     for r in rows {
         for c in &r.cells {
-            for (side, vals) in [("real", &c.real), ("sim", &c.sim)] {
-                for (i, v) in vals.iter().enumerate() {
-                    out.push_str(&format!("\"{}\",\"{}\",{},{side},{},{v}\n", r.name, r.spec, c.metric.name(), i + 1));
-                }
-            }
+            lines(r, c, "real", &c.real);
+            lines(r, c, "sim", &c.sim);
         }
     }
     for (policy, rows) in also {
+        let side = format!("\"sim {policy}\"");
         for r in rows {
             for c in &r.cells {
-                for (i, v) in c.sim.iter().enumerate() {
-                    out.push_str(&format!("\"{}\",\"{}\",{},\"sim {policy}\",{},{v}\n", r.name, r.spec, c.metric.name(), i + 1));
-                }
+                lines(r, c, &side, &c.sim);
             }
         }
     }

@@ -1255,7 +1255,9 @@ impl Engine {
 
     fn tick(&mut self, cpu: usize) {
         let Some(curr) = self.sys.curr(cpu) else { return };
-        // The timer interrupt and the tick's own work delay the running task.
+        // The timer interrupt and the tick's own work (`tick_nohz_handler()` →
+        // `update_process_times()`, kernel/time/tick-sched.c and timer.c, v6.18;
+        // FreeBSD's `hardclock()`) delay the running task: `tick_irq_ns`.
         self.sys.charge(cpu, Charge::Sched, self.sys.cost.tick_irq_ns);
         let resched = self.policy.task_tick(&mut self.sys, cpu, curr);
         self.policy.trigger_load_balance(&mut self.sys, cpu);
