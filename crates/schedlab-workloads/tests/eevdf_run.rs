@@ -154,11 +154,15 @@ impl schedlab_core::trace::TraceSink for PairWakeups {
 /// pair after the hog has left, each with its time and whether it stayed on the
 /// waker's CPU.
 fn pair_wakeups(policy: &str) -> Vec<(u64, bool)> {
+    pair_wakeups_over(policy, 2000)
+}
+
+/// `pair_wakeups()` over `rounds` round trips.
+fn pair_wakeups_over(policy: &str, rounds: usize) -> Vec<(u64, bool)> {
     use schedlab_core::program::{ForkKind, Op, Script};
     use schedlab_core::{Engine, RunConfig, Topology};
-    const ROUNDS: usize = 2000;
     const HOG_NS: u64 = 1_000_000;
-    let partner: Vec<Op> = (0..ROUNDS).flat_map(|_| [Op::Read { chan: 0, bytes: 1 }, Op::Write { chan: 1, bytes: 1 }]).collect();
+    let partner: Vec<Op> = (0..rounds).flat_map(|_| [Op::Read { chan: 0, bytes: 1 }, Op::Write { chan: 1, bytes: 1 }]).collect();
     let hog = Script::new(vec![Op::Compute { ns: HOG_NS }]);
     let mut ops = vec![
         Op::Fork { kind: ForkKind::Thread, comm: Some("hog".into()), program: Box::new(hog) },
@@ -167,7 +171,7 @@ fn pair_wakeups(policy: &str) -> Vec<(u64, bool)> {
         Op::Pipe,
         Op::Fork { kind: ForkKind::Process, comm: Some("partner".into()), program: Box::new(Script::new(partner)) },
     ];
-    ops.extend((0..ROUNDS).flat_map(|_| [Op::Write { chan: 0, bytes: 1 }, Op::Read { chan: 1, bytes: 1 }]));
+    ops.extend((0..rounds).flat_map(|_| [Op::Write { chan: 0, bytes: 1 }, Op::Read { chan: 1, bytes: 1 }]));
     let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
     let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
     let topo = Topology::parse("1x1x2x1").unwrap();
@@ -196,4 +200,49 @@ fn a_delayed_wakee_on_a_busy_cpu_is_placed_anew_on_the_hosts() {
     let host = pair_wakeups("eevdf@6.18+HOST_VCPU_PACK+HOST_DEQUEUE_DELAYED_BUSY");
     let last_half = &host[host.len() / 2..];
     assert!(last_half.len() > 500 && local(last_half) == 0, "{} of {}", local(last_half), last_half.len());
+}
+
+/// Counts migrations of sleeping tasks: the balancer moving a delayed task.
+#[derive(Default)]
+struct SleeperMigrations(std::rc::Rc<std::cell::Cell<u64>>);
+
+impl schedlab_core::trace::TraceSink for SleeperMigrations {
+    fn record(&mut self, rec: &schedlab_core::trace::TraceRecord, tasks: &[schedlab_core::task::Task]) {
+        if let schedlab_core::trace::TraceKind::Migrate { p, .. } = rec.kind {
+            if tasks[p].state == schedlab_core::task::TaskState::Sleeping {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+    }
+}
+
+/// How many times a run on two CPUs (round-number profile, seed 3) moves a
+/// sleeping task: only the balancer does, and only a delayed one (asleep, still
+/// queued).
+fn sleeper_migrations(policy: &str, workload: &str) -> u64 {
+    use schedlab_core::{Engine, RunConfig, Topology};
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+    let cfg = RunConfig { seed: 3, check: true, ..RunConfig::default() };
+    let w = schedlab_workloads::Workload::parse(workload).unwrap();
+    let topo = Topology::parse("1x1x2x1").unwrap();
+    let mut e = Engine::new(topo, common::unit_profile(), policy, cfg, w.main_comm(), w.main_program());
+    let sink = SleeperMigrations::default();
+    let seen = sink.0.clone();
+    e.set_trace(Box::new(sink));
+    let r = e.run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    seen.get()
+}
+
+/// A delayed task stays on its runqueue's task list, so the balancer sees it: on
+/// v6.12 it moves it as any queued task (it arrives asleep, still delayed), and
+/// so the two CPUs' hackbench moves sleepers; v6.6 has no delayed tasks, nor has
+/// v6.12 without DELAY_DEQUEUE. (From v6.14 only a pass migrating load may move
+/// one: `may_migrate_delayed()`.)
+#[test]
+fn the_balancer_moves_delayed_tasks_on_v612() {
+    const W: &str = "hackbench groups=1 loops=2000 fds=20 ipc=pipe mode=process";
+    assert!(sleeper_migrations("eevdf@6.12", W) > 0);
+    assert_eq!(sleeper_migrations("eevdf@6.6", W), 0);
+    assert_eq!(sleeper_migrations("eevdf@6.12+NO_DELAY_DEQUEUE", W), 0);
 }

@@ -200,6 +200,9 @@ impl Cfs {
             if sys.curr(src) == Some(p) {
                 continue;
             }
+            if self.se[p].sched_delayed && !self.may_migrate_delayed(migration) {
+                continue;
+            }
             let hot =
                 if migration.is_some() { self.task_hot5(sys, p, src, dst, sd_flags) } else { self.task_hot(sys, p, src, dst) };
             if hot && nr_failed <= cache_nice_tries {
@@ -223,6 +226,16 @@ impl Cfs {
         }
         Self::balance_cost(sys, charge_cpu, 0, 0, examined as u64);
         (moved, all_pinned)
+    }
+
+    /// Whether the balancer may move a delayed task (asleep, still queued):
+    /// v6.12 may, as any queued task; from v6.14 ("sched/fair: Do not try to
+    /// migrate delayed dequeue task", 61b82dfb6b7e) `can_migrate_task()` allows it
+    /// only when the pass migrates load (v6.18 the same), which active balance's
+    /// `detach_one_task()` does too (its `lb_env` leaves `migration_type` at
+    /// `migrate_load`, 0).
+    pub(crate) fn may_migrate_delayed(&self, migration: Option<MigrationType>) -> bool {
+        self.version < KernelVersion::V6_18 || matches!(migration, None | Some(MigrationType::Load))
     }
 
     /// What moving `p` takes off the imbalance, or None if it would move too much.

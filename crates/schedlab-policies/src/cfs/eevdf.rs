@@ -1016,6 +1016,38 @@ mod tests {
     }
 
     #[test]
+    fn only_a_pass_migrating_load_moves_a_delayed_task_from_v614() {
+        use crate::cfs::balance::MigrationType::{Load, Task, Util};
+        let (v612, v618) = (eevdf_on("6.12", "kvm-2", None), eevdf_on("6.18", "kvm-2", None));
+        for m in [Load, Util, Task] {
+            assert!(v612.may_migrate_delayed(Some(m)), "{m:?}");
+            assert_eq!(v618.may_migrate_delayed(Some(m)), m == Load, "{m:?}");
+        }
+    }
+
+    #[test]
+    fn a_delayed_task_stays_on_the_balancers_list() {
+        let mut c = eevdf_on("6.12", "x6-2-20", None);
+        let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
+        c.enqueue_task_fair(0, a, true, false, 0);
+        c.enqueue_task_fair(0, b, true, false, 0);
+        // a ran 2 ms past V: its sleep is delayed and it stays on cfs_tasks.
+        c.tree_remove(0, 0, Ent::Task(a));
+        c.se[a].vruntime += 2_000_000;
+        c.tree_insert(0, 0, Ent::Task(a));
+        c.dequeue_task_fair_flags(0, a, DequeueKind::Sleep, 0);
+        assert!(c.se[a].sched_delayed && c.se[a].on_rq);
+        assert_eq!(c.rq[0].nr_delayed, 1);
+        assert!(c.rq[0].cfs.cfs_tasks.values().any(|&p| p == a));
+        // Picked (eligible by then) it leaves for good, and the list with it.
+        c.dequeue_task_fair_flags(0, a, DequeueKind::Delayed, 0);
+        assert!(!c.se[a].sched_delayed && !c.se[a].on_rq);
+        assert_eq!(c.rq[0].nr_delayed, 0);
+        assert!(!c.rq[0].cfs.cfs_tasks.values().any(|&p| p == a));
+        assert_eq!(c.check_eevdf(0), None);
+    }
+
+    #[test]
     fn the_checker_catches_a_wrong_weighted_sum() {
         let mut c = eevdf_on("6.6", "x6-2-20", None);
         let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));

@@ -446,18 +446,20 @@ impl Cfs {
 
     /// `dequeue_task_fair()` / v6.12 `dequeue_entities()`. A task whose dequeue is
     /// delayed stays counted at every level (v6.12 counts delayed tasks in
-    /// `h_nr_running`) and leaves the balancer's list; `delayed` is the later
-    /// final dequeue of such a task (`DEQUEUE_DELAYED`), when it is picked.
+    /// `h_nr_running`) and stays on the balancer's list (`dequeue_entity()`
+    /// returns before `account_entity_dequeue()` takes it off `rq->cfs_tasks`);
+    /// `delayed` is the later final dequeue of such a task (`DEQUEUE_DELAYED`),
+    /// when it is picked. A delayed task dequeued otherwise (the balancer moving
+    /// it) leaves still delayed.
     pub fn dequeue_task_fair_flags(&mut self, cpu: usize, p: TaskId, kind: DequeueKind, now: u64) {
+        let was_delayed = self.se[p].sched_delayed;
         if !self.dequeue_entities(cpu, Ent::Task(p), kind, now) {
-            let key = self.se[p].mru_key;
-            self.rq[cpu].cfs.cfs_tasks.remove(&key);
             self.rq[cpu].nr_delayed += 1;
             self.scan.mark(cpu);
             self.nr_total -= 1;
             return;
         }
-        if kind == DequeueKind::Delayed {
+        if was_delayed {
             // Already out of the runnable count since its dequeue was delayed.
             self.rq[cpu].nr_delayed -= 1;
             self.scan.mark(cpu);
@@ -804,14 +806,29 @@ impl Cfs {
     /// Moves queued, not running `p` from `src` to `dst` (`detach_task()` +
     /// `attach_task()`, fair.c v4.19 L7159/L7267), with the wakeup-preemption check
     /// on `dst` that `attach_task()` does.
+    ///
+    /// A delayed task (asleep, still queued: v6.12+) moves queued and asleep: its
+    /// dequeue is not a sleep, so `dequeue_entity()` takes it off `src` for good
+    /// without `finish_delayed_dequeue_entity()` (v6.12 `dequeue_entity()` L5476
+    /// calls it for `DEQUEUE_DELAYED` only), and `sched_delayed` stays set through
+    /// `enqueue_entity()` on `dst` (v6.18 the same).
+    /// There it waits, counted but not runnable, for a wakeup
+    /// (`ttwu_runnable()` requeues it on `dst`) or a pick (which dequeues it).
     pub fn move_task(&mut self, sys: &mut System, p: TaskId, src: usize, dst: usize, this_cpu: usize) {
         let now = sys.now_ns;
         let (src_over, dst_over) = (self.rq[src].cfs.h_nr_running >= 2, self.rq[dst].cfs.h_nr_running >= 2);
+        let delayed = self.se[p].sched_delayed;
         self.dequeue_task_fair(src, p, false, now);
         self.charge_overload_update(sys, src, src_over);
         self.detach_load(src, p, now);
         sys.set_task_cpu(p, dst);
         self.enqueue_task_fair(dst, p, false, false, now);
+        if delayed {
+            // Queued on dst, but not runnable there either.
+            self.rq[dst].nr_delayed += 1;
+            self.scan.mark(dst);
+            self.nr_total -= 1;
+        }
         self.charge_overload_update(sys, dst, dst_over);
         // attach_task() → check_preempt_curr().
         match sys.curr(dst) {
@@ -1065,11 +1082,11 @@ impl SchedClass for Cfs {
         let q = self.task_group[p];
         if wakeup && self.se[p].sched_delayed {
             // ttwu_runnable() → enqueue_task(ENQUEUE_DELAYED): requeue_delayed_entity().
+            // The task never left `rq->cfs_tasks`: its place there is unchanged.
             self.requeue_delayed_entity(q, cpu, Ent::Task(p));
             self.rq[cpu].nr_delayed -= 1;
             self.scan.mark(cpu);
             self.nr_total += 1;
-            self.mru_touch(cpu, p);
             self.flush_resched(sys);
             return;
         }
