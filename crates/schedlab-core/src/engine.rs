@@ -928,11 +928,24 @@ impl Engine {
         t.woken_at_ns = Some(now);
         t.last_queued_ns = now;
         self.sys.mark_waiting(p);
+        self.sys.rq_clock_update(cpu);
         self.policy.enqueue_task(&mut self.sys, cpu, p, EnqueueReason::Wakeup);
         self.process_requests();
         self.emit(waker_cpu, TraceKind::Wakeup { p, target_cpu: cpu });
         self.check_preempt(cpu, p, waker_cpu, flags);
         self.wake_enqueue_ns = 0;
+        // A wakeup from another CPU that leaves the running task asked to
+        // reschedule: that CPU's next __schedule() keeps the clock of this
+        // enqueue (`System::rq_clock`). The same on the waker's own CPU is the
+        // `wakeup_waker_ns` split below.
+        if cpu != waker_cpu
+            && self.sys.cpu_state(cpu) == CpuState::Busy
+            && self.sys.need_resched[cpu]
+            && self.sys.rq_clock_skip_ns[cpu].is_none()
+            && self.policy.linux_release().is_some()
+        {
+            self.sys.rq_clock_skip_ns[cpu] = Some(now);
+        }
         // A wakeup onto the waker's own CPU that asks to preempt it:
         // wakeup_preempt() asks rq_clock_skip_update(), so the waker stays
         // charged up to this wakeup's rq clock update (`wakeup_waker_ns` of it,
@@ -1255,6 +1268,7 @@ impl Engine {
 
     fn tick(&mut self, cpu: usize) {
         let Some(curr) = self.sys.curr(cpu) else { return };
+        self.sys.rq_clock_update(cpu);
         // The timer interrupt and the tick's own work (`tick_nohz_handler()` →
         // `update_process_times()`, kernel/time/tick-sched.c and timer.c, v6.18;
         // FreeBSD's `hardclock()`) delay the running task: `tick_irq_ns`.
@@ -1290,6 +1304,8 @@ impl Engine {
         let prev = self.sys.curr(cpu);
         let prev_runnable = prev.filter(|&p| self.sys.tasks[p].state == TaskState::Running);
         let next = self.policy.pick_next_task(&mut self.sys, cpu, prev_runnable);
+        // __schedule() clears the clock-update skip on either path (switch or not).
+        self.sys.rq_clock_skip_ns[cpu] = None;
         self.process_requests();
         if self.cfg.check {
             if let Some(what) = self.policy.check_invariants(cpu) {

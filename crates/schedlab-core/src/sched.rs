@@ -340,6 +340,10 @@ pub struct System {
     pub(crate) need_resched: Vec<bool>,
     /// TIF_NEED_RESCHED_LAZY (preempt=lazy only).
     pub(crate) need_resched_lazy: Vec<bool>,
+    /// Per CPU, while a wakeup from another CPU has asked it to reschedule:
+    /// the time of its runqueue's last clock update (`rq_clock_skip_update()`,
+    /// see [`System::rq_clock`]).
+    pub(crate) rq_clock_skip_ns: Vec<Option<u64>>,
     /// The preemption model of this run.
     pub preempt: PreemptModel,
     /// CONFIG_PREEMPTION (CONFIG_PREEMPT before v5.4): the kernel is built
@@ -411,6 +415,7 @@ impl System {
             idle_busy_until_ns: vec![start_ns; n],
             need_resched: vec![false; n],
             need_resched_lazy: vec![false; n],
+            rq_clock_skip_ns: vec![None; n],
             preempt: PreemptModel::None,
             preemption_built: false,
             requests: Vec::new(),
@@ -465,6 +470,28 @@ impl System {
     /// The task running on `cpu` (`rq->curr`), None for the idle task.
     pub fn curr(&self, cpu: usize) -> Option<TaskId> {
         self.curr[cpu]
+    }
+
+    /// The clock `__schedule()` on `cpu` charges the task leaving and starts the
+    /// one picked with: now, unless a wakeup from another CPU asked it to
+    /// reschedule. Then `wakeup_preempt()` (`check_preempt_curr()` before v6.8)
+    /// asked `rq_clock_skip_update()`, `__schedule()` skips its clock update,
+    /// and the clock is that of the runqueue's last update (the wakeup's, or a
+    /// later tick's or enqueue's): what ran since, the reschedule IPI's flight
+    /// and handling included, is charged to the task switched in, not to the one
+    /// that ran (kernel/sched/core.c, v3.0 to v6.18). A Linux policy reads it in
+    /// its pick and in the dequeue of a task that blocks.
+    pub fn rq_clock(&self, cpu: usize) -> u64 {
+        self.rq_clock_skip_ns[cpu].unwrap_or(self.now_ns)
+    }
+
+    /// `update_rq_clock()` of `cpu`'s runqueue by work on it from elsewhere (a
+    /// wakeup onto it, its tick, a balancer moving a task to or from it): a
+    /// skipped `__schedule()` clock is then this one.
+    pub fn rq_clock_update(&mut self, cpu: usize) {
+        if let Some(t) = self.rq_clock_skip_ns[cpu].as_mut() {
+            *t = self.now_ns;
+        }
     }
 
     /// Idle and not already woken: the engine's part of `idle_cpu()`; a policy also

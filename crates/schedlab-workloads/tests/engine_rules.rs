@@ -2,7 +2,12 @@
 
 mod common;
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use schedlab_core::program::{ForkKind, Op, Script};
+use schedlab_core::sched::{DequeueReason, EnqueueReason, SchedClass, System, WakeFlags};
+use schedlab_core::task::TaskId;
 use schedlab_core::{Engine, RunConfig, Topology, MARK_END, MARK_START};
 
 fn run_script(topo: &str, ops: Vec<Op>) -> schedlab_core::RunResult {
@@ -824,4 +829,112 @@ fn a_parent_that_left_children_keeps_its_slot() {
     assert_eq!(*q_result.borrow(), Some(true), "Q's wait() found a child that is not its own");
     let comms: Vec<&str> = r.tasks.iter().map(|t| t.comm.as_str()).collect();
     assert_eq!(comms, vec!["main", "P", "orphan", "Q"]);
+}
+
+/// A Linux policy (eevdf@6.18) that asks a reschedule at every wakeup, calls
+/// itself Linux or not, and records the clock of each pick on CPU 0:
+/// (now, rq_clock).
+struct ClockProbe {
+    inner: Box<dyn SchedClass>,
+    linux: bool,
+    picks: Rc<RefCell<Vec<(u64, u64)>>>,
+}
+
+impl SchedClass for ClockProbe {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn init(&mut self, sys: &mut System) {
+        self.inner.init(sys)
+    }
+    fn task_fork(&mut self, sys: &mut System, p: TaskId, parent: Option<TaskId>) {
+        self.inner.task_fork(sys, p, parent)
+    }
+    fn select_task_rq(&mut self, sys: &mut System, p: TaskId, prev_cpu: usize, waker_cpu: usize, flags: WakeFlags) -> usize {
+        self.inner.select_task_rq(sys, p, prev_cpu, waker_cpu, flags)
+    }
+    fn push_running_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, dest: usize) {
+        self.inner.push_running_task(sys, cpu, p, dest)
+    }
+    fn pushes_running_tasks(&self) -> bool {
+        self.inner.pushes_running_tasks()
+    }
+    fn enqueue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: EnqueueReason) {
+        self.inner.enqueue_task(sys, cpu, p, reason)
+    }
+    fn dequeue_task(&mut self, sys: &mut System, cpu: usize, p: TaskId, reason: DequeueReason) {
+        self.inner.dequeue_task(sys, cpu, p, reason)
+    }
+    fn check_preempt_curr(&mut self, sys: &mut System, cpu: usize, p: TaskId, flags: WakeFlags) -> bool {
+        self.inner.check_preempt_curr(sys, cpu, p, flags);
+        true
+    }
+    fn pick_next_task(&mut self, sys: &mut System, cpu: usize, prev: Option<TaskId>) -> Option<TaskId> {
+        if cpu == 0 {
+            self.picks.borrow_mut().push((sys.now_ns, sys.rq_clock(cpu)));
+        }
+        self.inner.pick_next_task(sys, cpu, prev)
+    }
+    fn task_tick(&mut self, sys: &mut System, cpu: usize, curr: TaskId) -> bool {
+        self.inner.task_tick(sys, cpu, curr)
+    }
+    fn trigger_load_balance(&mut self, sys: &mut System, cpu: usize) {
+        self.inner.trigger_load_balance(sys, cpu)
+    }
+    fn task_dead(&mut self, sys: &mut System, p: TaskId) {
+        self.inner.task_dead(sys, p)
+    }
+    fn linux_release(&self) -> Option<(u32, u32)> {
+        self.linux.then_some((6, 18))
+    }
+    fn nr_running(&self, cpu: usize) -> usize {
+        self.inner.nr_running(cpu)
+    }
+    fn nr_running_total(&self) -> usize {
+        self.inner.nr_running_total()
+    }
+}
+
+/// The clock of CPU 0's first pick after a task on CPU 1 wakes "c" (pinned to
+/// CPU 0, asleep on a pipe) at 500 us while "a" computes on CPU 0 and is asked
+/// to reschedule through an IPI. For Linux that pick keeps the clock of the
+/// wakeup's enqueue (`rq_clock_skip_update()`), so what it picks is charged the
+/// IPI's send and flight (100 + 1000 ns in the round-number profile);
+/// otherwise its clock is now.
+fn clock_of_pick_after_remote_wakeup(linux: bool) -> (u64, u64) {
+    use schedlab_core::cpuset::CpuSet;
+    let on = |cpu: usize| {
+        let mut s = CpuSet::new(2);
+        s.set(cpu);
+        s
+    };
+    let c = vec![Op::SetAffinity { cpus: on(0) }, Op::Read { chan: 0, bytes: 1 }, Op::Compute { ns: 10_000 }];
+    let a = vec![Op::SetAffinity { cpus: on(0) }, Op::Compute { ns: 2_000_000 }];
+    let main = vec![
+        Op::SetAffinity { cpus: on(1) },
+        Op::Pipe,
+        Op::Fork { kind: ForkKind::Thread, comm: Some("c".into()), program: Box::new(Script::new(c)) },
+        Op::Fork { kind: ForkKind::Thread, comm: Some("a".into()), program: Box::new(Script::new(a)) },
+        Op::Sleep { ns: 500_000 },
+        Op::Write { chan: 0, bytes: 1 },
+        Op::Join { task: 1 },
+        Op::Join { task: 2 },
+    ];
+    let picks = Rc::new(RefCell::new(Vec::new()));
+    let inner = schedlab_policies::policy_by_name("eevdf@6.18", &[]).unwrap();
+    let policy = ClockProbe { inner, linux, picks: picks.clone() };
+    let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
+    let topo = Topology::parse("1x1x2x1").unwrap();
+    let r = Engine::new(topo, common::unit_profile(), Box::new(policy), cfg, "main", Box::new(Script::new(main))).run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let first_after = picks.borrow().iter().copied().find(|&(now, _)| now > 500_000);
+    first_after.expect("CPU 0 picks after the wakeup")
+}
+
+#[test]
+fn a_remote_wakeup_that_reschedules_keeps_the_clock_of_its_enqueue() {
+    let (now, clock) = clock_of_pick_after_remote_wakeup(true);
+    assert_eq!(now - clock, 100 + 1000);
+    let (now, clock) = clock_of_pick_after_remote_wakeup(false);
+    assert_eq!(now, clock);
 }

@@ -607,7 +607,7 @@ impl Cfs {
         prev_chain: &mut Vec<Ent>,
         picked: &mut Vec<Ent>,
     ) -> Option<TaskId> {
-        let now = sys.now_ns;
+        let now = sys.rq_clock(cpu);
         let prev = self.rq[cpu].curr_task.take();
         if let Some(p) = prev {
             let mut at = Some(Ent::Task(p));

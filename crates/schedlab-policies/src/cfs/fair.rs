@@ -818,6 +818,8 @@ impl Cfs {
         let now = sys.now_ns;
         let (src_over, dst_over) = (self.rq[src].cfs.h_nr_running >= 2, self.rq[dst].cfs.h_nr_running >= 2);
         let delayed = self.se[p].sched_delayed;
+        sys.rq_clock_update(src);
+        sys.rq_clock_update(dst);
         self.dequeue_task_fair(src, p, false, now);
         self.charge_overload_update(sys, src, src_over);
         self.detach_load(src, p, now);
@@ -1132,7 +1134,12 @@ impl SchedClass for Cfs {
             DequeueReason::Migrate => DequeueKind::Save,
             _ => DequeueKind::Special,
         };
-        self.dequeue_task_fair_flags(cpu, p, kind, sys.now_ns);
+        // A task that blocks or exits leaves inside __schedule(), on its clock.
+        let now = match reason {
+            DequeueReason::Sleep | DequeueReason::Exit => sys.rq_clock(cpu),
+            _ => sys.now_ns,
+        };
+        self.dequeue_task_fair_flags(cpu, p, kind, now);
         self.charge_overload_update(sys, cpu, was_overloaded);
         self.flush_resched(sys);
         if reason == DequeueReason::Exit {
@@ -1156,7 +1163,7 @@ impl SchedClass for Cfs {
             self.flush_resched(sys);
             return next;
         }
-        let now = sys.now_ns;
+        let now = sys.rq_clock(cpu);
         if let Some(prev) = self.rq[cpu].curr_task.take() {
             // A blocked or exited task is already dequeued: its levels just let go.
             self.put_prev_task_fair(cpu, prev, now);
