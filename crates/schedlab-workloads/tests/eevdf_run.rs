@@ -154,15 +154,11 @@ impl schedlab_core::trace::TraceSink for PairWakeups {
 /// pair after the hog has left, each with its time and whether it stayed on the
 /// waker's CPU.
 fn pair_wakeups(policy: &str) -> Vec<(u64, bool)> {
-    pair_wakeups_over(policy, 2000)
-}
-
-/// `pair_wakeups()` over `rounds` round trips.
-fn pair_wakeups_over(policy: &str, rounds: usize) -> Vec<(u64, bool)> {
     use schedlab_core::program::{ForkKind, Op, Script};
     use schedlab_core::{Engine, RunConfig, Topology};
+    const ROUNDS: usize = 2000;
     const HOG_NS: u64 = 1_000_000;
-    let partner: Vec<Op> = (0..rounds).flat_map(|_| [Op::Read { chan: 0, bytes: 1 }, Op::Write { chan: 1, bytes: 1 }]).collect();
+    let partner: Vec<Op> = (0..ROUNDS).flat_map(|_| [Op::Read { chan: 0, bytes: 1 }, Op::Write { chan: 1, bytes: 1 }]).collect();
     let hog = Script::new(vec![Op::Compute { ns: HOG_NS }]);
     let mut ops = vec![
         Op::Fork { kind: ForkKind::Thread, comm: Some("hog".into()), program: Box::new(hog) },
@@ -171,7 +167,7 @@ fn pair_wakeups_over(policy: &str, rounds: usize) -> Vec<(u64, bool)> {
         Op::Pipe,
         Op::Fork { kind: ForkKind::Process, comm: Some("partner".into()), program: Box::new(Script::new(partner)) },
     ];
-    ops.extend((0..rounds).flat_map(|_| [Op::Write { chan: 0, bytes: 1 }, Op::Read { chan: 1, bytes: 1 }]));
+    ops.extend((0..ROUNDS).flat_map(|_| [Op::Write { chan: 0, bytes: 1 }, Op::Read { chan: 1, bytes: 1 }]));
     let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
     let cfg = RunConfig { seed: 7, check: true, tick_phase_ns: Some(0), ..RunConfig::default() };
     let topo = Topology::parse("1x1x2x1").unwrap();
