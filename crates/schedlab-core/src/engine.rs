@@ -936,12 +936,12 @@ impl Engine {
         self.wake_enqueue_ns = 0;
         // A wakeup from another CPU that leaves the running task asked to
         // reschedule: that CPU's next __schedule() keeps the clock of this
-        // enqueue (`System::rq_clock`). The same on the waker's own CPU is the
-        // `wakeup_waker_ns` split below.
+        // enqueue (`System::rq_clock`; a skip already pending was moved to now
+        // above). The same on the waker's own CPU is the `wakeup_waker_ns`
+        // split below.
         if cpu != waker_cpu
             && self.sys.cpu_state(cpu) == CpuState::Busy
             && self.sys.need_resched[cpu]
-            && self.sys.rq_clock_skip_ns[cpu].is_none()
             && self.policy.linux_release().is_some()
         {
             self.sys.rq_clock_skip_ns[cpu] = Some(now);
