@@ -29,11 +29,13 @@ use super::weights::calc_delta_fair;
 
 impl Cfs {
     /// `entity_key()`: `e`'s vruntime relative to its cfs_rq's `min_vruntime`.
+    #[inline]
     pub fn entity_key(&self, q: usize, cpu: usize, e: Ent) -> i64 {
         self.ent(e).vruntime.wrapping_sub(self.cfs(q, cpu).min_vruntime) as i64
     }
 
     /// The weight EEVDF averages with: `scale_load_down(se->load.weight)`.
+    #[inline]
     fn avg_weight(&self, e: Ent) -> u64 {
         self.se_weight(self.ent(e).load.weight)
     }
@@ -43,7 +45,7 @@ impl Cfs {
         let w = self.avg_weight(e);
         let key = self.entity_key(q, cpu, e);
         let cfs = self.cfs_mut(q, cpu);
-        cfs.avg_vruntime += i128::from(key) * i128::from(w);
+        cfs.avg_vruntime = cfs.avg_vruntime.wrapping_add(key.wrapping_mul(w as i64));
         cfs.avg_load += w;
     }
 
@@ -52,18 +54,21 @@ impl Cfs {
         let w = self.avg_weight(e);
         let key = self.entity_key(q, cpu, e);
         let cfs = self.cfs_mut(q, cpu);
-        cfs.avg_vruntime -= i128::from(key) * i128::from(w);
+        cfs.avg_vruntime = cfs.avg_vruntime.wrapping_sub(key.wrapping_mul(w as i64));
         cfs.avg_load -= w;
     }
 
     /// The sums `avg_vruntime()` and the eligibility test use: the tree's, plus
     /// the running entity's if it is still queued (it is kept out of the tree).
-    fn avg_sums(&self, q: usize, cpu: usize) -> (i128, i128) {
+    /// 64-bit and wrapping, as the kernel's `s64 avg` and `long load` (the
+    /// kernel builds with -fno-strict-overflow).
+    #[inline]
+    fn avg_sums(&self, q: usize, cpu: usize) -> (i64, i64) {
         let cfs = self.cfs(q, cpu);
-        let (mut avg, mut load) = (cfs.avg_vruntime, i128::from(cfs.avg_load));
+        let (mut avg, mut load) = (cfs.avg_vruntime, cfs.avg_load as i64);
         if let Some(c) = cfs.curr.filter(|&c| self.ent(c).on_rq) {
-            let w = i128::from(self.avg_weight(c));
-            avg += i128::from(self.entity_key(q, cpu, c)) * w;
+            let w = self.avg_weight(c) as i64;
+            avg = avg.wrapping_add(self.entity_key(q, cpu, c).wrapping_mul(w));
             load += w;
         }
         (avg, load)
@@ -80,7 +85,7 @@ impl Cfs {
             }
             avg /= load;
         }
-        self.cfs(q, cpu).min_vruntime.wrapping_add(avg as i64 as u64)
+        self.cfs(q, cpu).min_vruntime.wrapping_add(avg as u64)
     }
 
     /// `vruntime_eligible()` (v6.12; `entity_eligible()` in v6.6): lag >= 0, i.e.
@@ -95,6 +100,7 @@ impl Cfs {
 
     /// The sums `vruntime_eligible()` compares with, taken once for a scan
     /// that tests many entities of one cfs_rq against the same average.
+    #[inline]
     fn eligibility(&self, q: usize, cpu: usize) -> Eligibility {
         let (avg, load) = self.avg_sums(q, cpu);
         Eligibility { avg, load, min_vruntime: self.cfs(q, cpu).min_vruntime }
@@ -200,7 +206,7 @@ impl Cfs {
         let cfs = self.cfs_mut(q, cpu);
         if vruntime > cfs.min_vruntime {
             let delta = vruntime - cfs.min_vruntime;
-            cfs.avg_vruntime -= i128::from(cfs.avg_load) * i128::from(delta);
+            cfs.avg_vruntime = cfs.avg_vruntime.wrapping_sub((cfs.avg_load as i64).wrapping_mul(delta as i64));
             cfs.min_vruntime = vruntime;
         }
     }
@@ -218,15 +224,16 @@ impl Cfs {
             let se = self.ent_mut(e);
             calc_delta_fair(se.slice_ns, &mut se.load, res)
         };
-        let mut lag: i128 = 0;
+        let mut lag: i64 = 0;
         // v6.18 also skips the arithmetic when vlag is 0; the result is the same.
         if self.feat.place_lag && self.cfs(q, cpu).nr_running > 0 {
             let cfs = self.cfs(q, cpu);
-            let mut load = i128::from(cfs.avg_load);
+            let mut load = cfs.avg_load as i64;
             if let Some(c) = cfs.curr.filter(|&c| self.ent(c).on_rq) {
-                load += i128::from(self.avg_weight(c));
+                load += self.avg_weight(c) as i64;
             }
-            lag = i128::from(self.ent(e).vlag) * (load + i128::from(self.avg_weight(e)));
+            // s64 arithmetic as the kernel's (`lag *= load + weight`, wrapping).
+            lag = self.ent(e).vlag.wrapping_mul(load + self.avg_weight(e) as i64);
             if load == 0 {
                 load = 1;
             }
@@ -235,7 +242,7 @@ impl Cfs {
         }
         let rel_deadline = self.feat.place_rel_deadline || self.version >= KernelVersion::V6_18;
         let se = self.ent_mut(e);
-        se.vruntime = v.wrapping_sub(lag as i64 as u64);
+        se.vruntime = v.wrapping_sub(lag as u64);
         if se.rel_deadline {
             se.rel_deadline = false;
             if rel_deadline {
@@ -530,7 +537,7 @@ impl Cfs {
                 sum += i128::from(self.entity_key(q, cpu, e)) * w;
                 load += w;
             }
-            if sum != cfs.avg_vruntime || load != i128::from(cfs.avg_load) {
+            if sum != i128::from(cfs.avg_vruntime) || load != i128::from(cfs.avg_load) {
                 return Some(format!(
                     "cpu{cpu} cfs_rq {q}: avg_vruntime {} / avg_load {} but the tree sums to {sum} / {load}",
                     cfs.avg_vruntime, cfs.avg_load
@@ -677,16 +684,17 @@ impl Cfs {
 /// `vruntime_eligible()`'s sums for one cfs_rq: Σ (vruntime - min_vruntime)
 /// · weight and Σ weight over the queued entities, the running one included.
 struct Eligibility {
-    avg: i128,
-    load: i128,
+    avg: i64,
+    load: i64,
     min_vruntime: u64,
 }
 
 impl Eligibility {
     /// `vruntime` is at or before the weighted average: avg >= key · load.
+    #[inline]
     fn holds(&self, vruntime: u64) -> bool {
         let key = vruntime.wrapping_sub(self.min_vruntime) as i64;
-        self.avg >= i128::from(key) * self.load
+        self.avg >= key.wrapping_mul(self.load)
     }
 }
 

@@ -125,7 +125,7 @@ pub struct CfsRq {
     pub queued_slices: Vec<(u64, u32)>,
     /// EEVDF: `cfs_rq->avg_vruntime`, Σ (vruntime - min_vruntime) · weight over the
     /// tree (the running entity is added on the fly), and `avg_load`, Σ weight.
-    pub avg_vruntime: i128,
+    pub avg_vruntime: i64,
     pub avg_load: u64,
     pub curr: Option<Ent>,
     /// Entities queued here (tasks and group entities).
