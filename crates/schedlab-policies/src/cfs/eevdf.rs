@@ -532,7 +532,7 @@ impl Cfs {
         for q in queues {
             let cfs = self.cfs(q, cpu);
             let (mut sum, mut load) = (0i128, 0i128);
-            for &(_, _, e) in &cfs.timeline {
+            for &(_, _, e) in cfs.timeline.iter() {
                 let w = i128::from(self.avg_weight(e));
                 sum += i128::from(self.entity_key(q, cpu, e)) * w;
                 load += w;

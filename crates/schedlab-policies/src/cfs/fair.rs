@@ -632,7 +632,8 @@ impl Cfs {
         let left = cfs.timeline.first().map(|&(_, _, t)| t)?;
         let mut se = left;
         if cfs.skip == Some(se) {
-            if let Some(&(_, _, second)) = cfs.timeline.iter().nth(1) {
+            let second = cfs.timeline.iter().nth(1).map(|&(_, _, e)| e);
+            if let Some(second) = second {
                 if self.wakeup_preempt_entity(None, second, left) < 1 {
                     se = second;
                 }

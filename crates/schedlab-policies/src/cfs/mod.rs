@@ -27,6 +27,7 @@ pub mod scan;
 pub mod select;
 pub mod state;
 pub mod sysctl;
+pub mod tree;
 pub mod weights;
 
 pub use state::Cfs;

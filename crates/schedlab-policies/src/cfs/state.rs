@@ -6,7 +6,7 @@
 //! groups), `select` (placement), `balance` with `balance3` / `balance5` (load
 //! balancing).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use schedlab_core::cpuset::CpuSet;
 use schedlab_core::error::SpecError;
@@ -17,6 +17,7 @@ use super::features::Features;
 use super::pelt::SchedAvg;
 use super::scan::ScanRows;
 use super::sysctl::{Sysctls, NORMALIZED_BASE_SLICE_NS, NORMALIZED_BASE_SLICE_V615_NS};
+use super::tree::EntityTree;
 use super::weights::{LoadRes, LoadWeight};
 
 /// A scheduling entity: a task, or group `g`'s entity on CPU `cpu`.
@@ -115,10 +116,10 @@ pub struct CfsRq {
     /// Tasks queued here or below.
     pub h_nr_running: usize,
     /// The rbtree: (vruntime, insertion order, entity). Equal keys go right.
-    pub timeline: BTreeSet<(u64, u64, Ent)>,
+    pub timeline: EntityTree<(u64, u64, Ent)>,
     /// EEVDF: the same entities by (deadline, insertion order), the order v6.12's
     /// tree uses and where `pick_eevdf()` finds the earliest eligible deadline.
-    pub by_deadline: BTreeSet<(u64, u64, Ent)>,
+    pub by_deadline: EntityTree<(u64, u64, Ent)>,
     /// EEVDF: the slices of the entities in the timeline, (slice, how many),
     /// shortest first: what the kernel's tree keeps as its augmented
     /// `min_slice` (v6.12+), read by `cfs_rq_min_slice()`.
