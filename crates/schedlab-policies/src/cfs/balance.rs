@@ -183,7 +183,7 @@ impl Cfs {
         let sd = &self.doms[dst].domains[sd_idx];
         let (nr_failed, cache_nice_tries, sd_flags) = (sd.nr_balance_failed, sd.cache_nice_tries, sd.flags);
         // At most loop_max tasks from the least recently run end (tasks move while we go).
-        let candidates: Vec<TaskId> = self.rq[src].cfs.cfs_tasks.values().copied().take(loop_max).collect();
+        let candidates: Vec<TaskId> = self.cfs_tasks(src).take(loop_max).collect();
         let mut moved = 0;
         let mut all_pinned = true;
         let mut examined = 0;
@@ -561,7 +561,7 @@ impl Cfs {
     /// task that may run on `dst` (the hot test is off: the failures that started
     /// this exceed cache_nice_tries), and resets the domain's failure count.
     pub fn active_push(&mut self, sys: &mut System, cpu: usize, dst: usize) {
-        let candidates: Vec<TaskId> = self.rq[cpu].cfs.cfs_tasks.values().copied().collect();
+        let candidates: Vec<TaskId> = self.cfs_tasks(cpu).collect();
         Self::balance_cost(sys, cpu, 0, 2, candidates.len() as u64);
         if let Some(p) = candidates.into_iter().find(|&p| sys.tasks[p].can_run_on(dst) && self.rq[cpu].curr_task != Some(p)) {
             self.move_task(sys, p, cpu, dst, cpu);
@@ -614,7 +614,7 @@ impl Cfs {
         // can_migrate_task_llc(): allowed on dst and not running; least recently run first.
         let curr = sys.curr(src);
         let mut examined = 0;
-        let found = self.rq[src].cfs.cfs_tasks.values().copied().find(|&p| {
+        let found = self.cfs_tasks(src).find(|&p| {
             examined += 1;
             sys.tasks[p].can_run_on(dst) && curr != Some(p)
         });

@@ -331,8 +331,7 @@ impl Cfs {
             };
             // Tasks queued directly on this cfs_rq (the kernel's task_weight), the
             // most recently enqueued first.
-            let tasks: Vec<TaskId> =
-                self.rq[src].cfs.cfs_tasks.values().rev().copied().filter(|&p| self.task_group[p] == g).collect();
+            let tasks: Vec<TaskId> = self.cfs_tasks_newest_first(src).filter(|&p| self.task_group[p] == g).collect();
             if tasks.is_empty() {
                 continue;
             }

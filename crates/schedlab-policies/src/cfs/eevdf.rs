@@ -1046,12 +1046,12 @@ mod tests {
         c.dequeue_task_fair_flags(0, a, DequeueKind::Sleep, 0);
         assert!(c.se[a].sched_delayed && c.se[a].on_rq);
         assert_eq!(c.rq[0].nr_delayed, 1);
-        assert!(c.rq[0].cfs.cfs_tasks.values().any(|&p| p == a));
+        assert!(c.cfs_tasks(0).any(|p| p == a));
         // Picked (eligible by then) it leaves for good, and the list with it.
         c.dequeue_task_fair_flags(0, a, DequeueKind::Delayed, 0);
         assert!(!c.se[a].sched_delayed && !c.se[a].on_rq);
         assert_eq!(c.rq[0].nr_delayed, 0);
-        assert!(!c.rq[0].cfs.cfs_tasks.values().any(|&p| p == a));
+        assert!(!c.cfs_tasks(0).any(|p| p == a));
         assert_eq!(c.check_eevdf(0), None);
     }
 

@@ -187,12 +187,67 @@ impl Cfs {
         }
     }
 
+    /// `list_move(&se->group_node, &rq->cfs_tasks)`: `p` becomes the most
+    /// recently picked task of `cpu`'s list, taken off any list it was on.
     pub(crate) fn mru_touch(&mut self, cpu: usize, p: TaskId) {
-        let cfs = &mut self.rq[cpu].cfs;
-        cfs.cfs_tasks.remove(&self.se[p].mru_key);
-        self.mru_seq += 1;
-        self.se[p].mru_key = self.mru_seq;
-        cfs.cfs_tasks.insert(self.mru_seq, p);
+        self.mru_unlink(p);
+        let newest = self.rq[cpu].cfs.cfs_tasks.newest;
+        let se = &mut self.se[p];
+        se.mru_cpu = Some(cpu);
+        se.mru_older = newest;
+        se.mru_newer = None;
+        match newest {
+            Some(n) => self.se[n].mru_newer = Some(p),
+            None => self.rq[cpu].cfs.cfs_tasks.oldest = Some(p),
+        }
+        self.rq[cpu].cfs.cfs_tasks.newest = Some(p);
+    }
+
+    /// `list_del_init(&se->group_node)`: `p` leaves its CPU's `cfs_tasks`, if on one.
+    pub(crate) fn mru_unlink(&mut self, p: TaskId) {
+        let se = &mut self.se[p];
+        let Some(cpu) = se.mru_cpu.take() else { return };
+        let (older, newer) = (se.mru_older.take(), se.mru_newer.take());
+        match older {
+            Some(o) => self.se[o].mru_newer = newer,
+            None => self.rq[cpu].cfs.cfs_tasks.oldest = newer,
+        }
+        match newer {
+            Some(n) => self.se[n].mru_older = older,
+            None => self.rq[cpu].cfs.cfs_tasks.newest = older,
+        }
+    }
+
+    /// `cpu`'s `cfs_tasks`, the least recently picked first (the order
+    /// `detach_tasks()` takes them in, from the list's tail).
+    pub fn cfs_tasks(&self, cpu: usize) -> impl Iterator<Item = TaskId> + '_ {
+        std::iter::successors(self.rq[cpu].cfs.cfs_tasks.oldest, move |&p| self.se[p].mru_newer)
+    }
+
+    /// `cpu`'s `cfs_tasks` is a well-linked list of tasks that know they are on it.
+    fn check_cfs_tasks(&self, cpu: usize) -> Option<String> {
+        let mut older = None;
+        let mut at = self.rq[cpu].cfs.cfs_tasks.oldest;
+        let mut n = 0;
+        while let Some(p) = at {
+            let se = &self.se[p];
+            n += 1;
+            if se.mru_cpu != Some(cpu) || se.mru_older != older || n > self.se.len() {
+                return Some(format!(
+                    "cpu{cpu} cfs_tasks: task {p} is linked wrongly (on {:?}, after {:?})",
+                    se.mru_cpu, se.mru_older
+                ));
+            }
+            older = at;
+            at = se.mru_newer;
+        }
+        (self.rq[cpu].cfs.cfs_tasks.newest != older)
+            .then(|| format!("cpu{cpu} cfs_tasks: the newest end is not the list's last task"))
+    }
+
+    /// `cpu`'s `cfs_tasks`, the most recently picked first.
+    pub fn cfs_tasks_newest_first(&self, cpu: usize) -> impl Iterator<Item = TaskId> + '_ {
+        std::iter::successors(self.rq[cpu].cfs.cfs_tasks.newest, move |&p| self.se[p].mru_older)
     }
 
     /// `update_load_avg()` (v4.19 L3723) for the task on `cpu` (if any) and its
@@ -368,8 +423,7 @@ impl Cfs {
         cfs.load.sub(w);
         cfs.nr_running -= 1;
         if let Ent::Task(p) = e {
-            let key = self.se[p].mru_key;
-            self.rq[cpu].cfs.cfs_tasks.remove(&key);
+            self.mru_unlink(p);
         }
         if !sleep && !eevdf {
             let min = self.cfs(q, cpu).min_vruntime;
@@ -1401,6 +1455,9 @@ impl SchedClass for Cfs {
     }
 
     fn check_invariants(&self, cpu: usize) -> Option<String> {
+        if let Some(broken) = self.check_cfs_tasks(cpu) {
+            return Some(broken);
+        }
         if self.version.eevdf() {
             return self.check_eevdf(cpu);
         }

@@ -6,8 +6,6 @@
 //! groups), `select` (placement), `balance` with `balance3` / `balance5` (load
 //! balancing).
 
-use std::collections::BTreeMap;
-
 use schedlab_core::cpuset::CpuSet;
 use schedlab_core::error::SpecError;
 use schedlab_core::task::TaskId;
@@ -46,8 +44,11 @@ pub struct Se {
     pub last_wakee: Option<TaskId>,
     /// `p->recent_used_cpu`.
     pub recent_used_cpu: usize,
-    /// Position in `rq->cfs_tasks` (larger = more recently picked).
-    pub mru_key: u64,
+    /// Links in `rq->cfs_tasks` (`se->group_node`): the CPU whose list holds
+    /// the task, and its neighbours there, less and more recently picked.
+    pub mru_cpu: Option<usize>,
+    pub mru_older: Option<TaskId>,
+    pub mru_newer: Option<TaskId>,
     /// Key in the timeline while queued and not running.
     pub tree_key: Option<(u64, u64)>,
     /// EEVDF: the slice this entity was counted with in its cfs_rq's
@@ -89,7 +90,9 @@ impl Se {
             wakee_flip_decay_ts: 0,
             last_wakee: None,
             recent_used_cpu: 0,
-            mru_key: 0,
+            mru_cpu: None,
+            mru_older: None,
+            mru_newer: None,
             tree_key: None,
             tree_slice_ns: 0,
             deadline: 0,
@@ -102,6 +105,15 @@ impl Se {
             dl_key: None,
         }
     }
+}
+
+/// The ends of a runqueue's `cfs_tasks` list (a `list_head`): `list_move()`
+/// puts a task at the most recently picked end, `detach_tasks()` starts at the
+/// other.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TaskList {
+    pub oldest: Option<TaskId>,
+    pub newest: Option<TaskId>,
 }
 
 /// `struct cfs_rq`: a CPU's root runqueue, or a task group's on that CPU.
@@ -138,8 +150,9 @@ pub struct CfsRq {
     pub next: Option<Ent>,
     pub last: Option<Ent>,
     pub skip: Option<Ent>,
-    /// `rq->cfs_tasks` (root runqueues only), most recently picked last: key → task.
-    pub cfs_tasks: BTreeMap<u64, TaskId>,
+    /// `rq->cfs_tasks` (root runqueues only): its least and most recently
+    /// picked ends; the links are the tasks' (`Se::mru_older`, `Se::mru_newer`).
+    pub cfs_tasks: TaskList,
     /// What this cfs_rq last published to `tg->load_avg`.
     pub tg_load_avg_contrib: u64,
     /// When this cfs_rq last published to `tg->load_avg` (v6.7+, which publishes
@@ -261,7 +274,6 @@ pub struct Cfs {
     /// NOHZ: `nohz.next_balance` (jiffies).
     pub nohz_next_balance: u64,
     pub tree_seq: u64,
-    pub mru_seq: u64,
     pub nr_total: usize,
     pub tick_ns: u64,
     /// STEAL is off on machines with more NUMA nodes than this (`sched_steal_node_limit`).
@@ -355,7 +367,6 @@ impl Cfs {
             rd_overload: false,
             nohz_next_balance: 0,
             tree_seq: 0,
-            mru_seq: 0,
             nr_total: 0,
             tick_ns: 4_000_000,
             steal_node_limit: 2,
