@@ -126,7 +126,10 @@ pub fn policy_for_release(release: &str) -> Option<&'static str> {
 /// The stable-branch switches of `policy` that a release's sublevel has
 /// (docs/policies/eevdf.md, "Stable backports"): 6.18.2+ forfeits the vruntime
 /// on yield (79104becf42b), 6.18.3+ has the newidle cost bump reverted
-/// (d206fbad9328). Only for a 6.18 release modelled by eevdf@6.18.
+/// (d206fbad9328), and a 6.18.35 tree has v6.19's proportional newidle balance
+/// (NI_RANDOM) and wakeup-preemption rework (WAKEUP_PREEMPT_619), taken from
+/// 6.18.35 on (the first sublevel read with them). Only for a 6.18 release
+/// modelled by eevdf@6.18.
 pub fn stable_switches(release: &str, policy: &str) -> &'static str {
     let sub: u32 =
         release.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).nth(2).and_then(|p| p.parse().ok()).unwrap_or(0);
@@ -136,7 +139,8 @@ pub fn stable_switches(release: &str, policy: &str) -> &'static str {
     match sub {
         0 | 1 => "",
         2 => "+YIELD_FORFEIT",
-        _ => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT",
+        3..=34 => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT",
+        _ => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619",
     }
 }
 
@@ -173,7 +177,11 @@ mod tests {
         assert_eq!(policy_for_release("5.4.0"), Some("cfs@4.19"));
         assert_eq!(policy_for_release("4.14.1"), None);
         assert_eq!(policy_for_release("unknown"), None);
-        assert_eq!(stable_switches("6.18.44-fc-v669", "eevdf@6.18"), "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT");
+        assert_eq!(
+            stable_switches("6.18.44-fc-v669", "eevdf@6.18"),
+            "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619"
+        );
+        assert_eq!(stable_switches("6.18.34", "eevdf@6.18"), "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT");
         assert_eq!(stable_switches("6.18.2", "eevdf@6.18"), "+YIELD_FORFEIT");
         assert_eq!(stable_switches("6.18.0", "eevdf@6.18"), "");
         assert_eq!(stable_switches("6.19.1", "eevdf@6.18"), "");

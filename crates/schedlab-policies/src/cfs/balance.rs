@@ -314,11 +314,33 @@ impl Cfs {
                     break;
                 }
                 if d.flags & SD_BALANCE_NEWIDLE != 0 {
+                    // NI_RANDOM (6.18.y, v6.19 `sched_balance_newidle()`): the domain
+                    // is balanced on a 1024-sided die's throw at most 1 + its recent
+                    // success rate; a pass that runs counts a success as the inverse
+                    // of its chance, so the rate estimates all calls.
+                    let mut weight = 1;
+                    if self.feat.ni_random {
+                        let d1k = (sys.rng.next_u64() as u32) % 1024;
+                        weight = 1 + d.newidle_ratio;
+                        if d1k > weight {
+                            self.doms[cpu].domains[i].update_newidle_stats(0);
+                            let d = &self.doms[cpu].domains[i];
+                            next_balance = next_balance.min(
+                                d.last_balance_jiffies
+                                    + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
+                            );
+                            continue;
+                        }
+                        weight = (1024 + weight / 2) / weight;
+                    }
                     let before = sys.stats[cpu].sched_ns;
                     let (n, _) = self.load_balance(sys, cpu, i, IdleType::NewlyIdle, cpu);
                     pulled += n;
                     let cost = sys.stats[cpu].sched_ns - before;
                     curr_cost += cost;
+                    if self.feat.ni_random && cost > 0 {
+                        self.doms[cpu].domains[i].update_newidle_stats(weight * u32::from(n > 0));
+                    }
                     let bump = self.feat.newidle_cost_bump;
                     let cap = self.sysctl.migration_cost_ns + 200;
                     let d = &mut self.doms[cpu].domains[i];

@@ -326,9 +326,29 @@ pub struct SchedDomain {
     pub nr_balance_failed: u32,
     pub max_newidle_lb_cost_ns: u64,
     pub next_decay_max_lb_cost_jiffies: u64,
+    /// NI_RANDOM (6.18.y, v6.19): newly idle passes asked, those that pulled
+    /// (weighted by the inverse of the chance to run), and the success rate in
+    /// 1024ths; sd_init() starts them at 512, 256, 512 ("50% success rate").
+    pub newidle_call: u32,
+    pub newidle_success: u32,
+    pub newidle_ratio: u32,
 }
 
 impl SchedDomain {
+    /// `update_newidle_stats()` (6.18.y; v6.19 "sched/fair: Proportional newidle
+    /// balance"): one more newly idle call, `success` of it (weighted by the
+    /// inverse of the pass's chance to run); every 1024 calls the success count
+    /// becomes the domain's rate and both counts halve.
+    pub fn update_newidle_stats(&mut self, success: u32) {
+        self.newidle_call += 1;
+        self.newidle_success += success;
+        if self.newidle_call >= 1024 {
+            self.newidle_ratio = self.newidle_success;
+            self.newidle_call /= 2;
+            self.newidle_success /= 2;
+        }
+    }
+
     /// The level's kernel name (`sd->name`).
     pub fn name(&self) -> &'static str {
         self.level.name()
@@ -571,6 +591,9 @@ fn sd_init(tl: &TopoLevel, version: KernelVersion, sd_weight: usize, span: CpuSe
         nr_balance_failed: 0,
         max_newidle_lb_cost_ns: 0,
         next_decay_max_lb_cost_jiffies: 0,
+        newidle_call: 512,
+        newidle_success: 256,
+        newidle_ratio: 512,
     };
     if sd.flags & SD_SHARE_CPUCAPACITY != 0 {
         sd.imbalance_pct = 110;
@@ -874,6 +897,26 @@ pub fn build(topo: &Topology, version: KernelVersion) -> Vec<CpuDomains> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newidle_stats_start_at_half_and_turn_into_a_rate_every_1024_calls() {
+        let topo = schedlab_core::Topology::parse("x6-2-20").unwrap();
+        let mut sd = build(&topo, KernelVersion::V6_18)[0].domains[0].clone();
+        assert_eq!((sd.newidle_call, sd.newidle_success, sd.newidle_ratio), (512, 256, 512));
+        // 511 failures leave the rate alone; the 512th makes 1024 calls.
+        for _ in 0..511 {
+            sd.update_newidle_stats(0);
+        }
+        assert_eq!((sd.newidle_call, sd.newidle_ratio), (1023, 512));
+        sd.update_newidle_stats(0);
+        assert_eq!((sd.newidle_call, sd.newidle_success, sd.newidle_ratio), (512, 128, 256));
+        // A success counted with the weight of a pass that ran 1 time in 4.
+        for _ in 0..511 {
+            sd.update_newidle_stats(0);
+        }
+        sd.update_newidle_stats(4);
+        assert_eq!((sd.newidle_call, sd.newidle_success, sd.newidle_ratio), (512, 66, 132));
+    }
     use schedlab_core::topology::CpuInfo;
 
     fn lists(groups: &[SchedGroup]) -> Vec<String> {

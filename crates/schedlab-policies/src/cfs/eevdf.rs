@@ -386,9 +386,12 @@ impl Cfs {
     /// eligible and due first, or facing an ineligible `se`, first cancels `se`'s
     /// protection; v6.18 compares slices only and lets the unprotected pick decide,
     /// shortening the protection when it does not preempt.
-    pub fn wakeup_preempt_eevdf(&mut self, q: usize, cpu: usize, se: Ent, pse: Ent, now: u64) -> bool {
+    pub fn wakeup_preempt_eevdf(&mut self, q: usize, cpu: usize, se: Ent, pse: Ent, now: u64, fork: bool) -> bool {
         self.update_curr(q, cpu, now);
         let shorter = self.feat.preempt_short && self.ent(pse).slice_ns < self.ent(se).slice_ns;
+        if self.feat.wakeup_preempt_619 {
+            return self.wakeup_preempt_619(q, cpu, se, pse, now, fork, shorter);
+        }
         match self.version {
             KernelVersion::V6_6 => self.pick_eevdf(q, cpu, Some(se), true) == Some(pse),
             KernelVersion::V6_12 => {
@@ -414,6 +417,45 @@ impl Cfs {
                 false
             }
         }
+    }
+
+    /// `check_preempt_wakeup_fair()` as 6.18.y took it from v6.19
+    /// (WAKEUP_PREEMPT_619, read in a 6.18.35 tree), with NEXT_BUDDY off: a
+    /// shorter slice goes straight to the pick without protection; otherwise a
+    /// fork (WF_FORK) or a delayed wakee never preempts. The pick is
+    /// `pick_next_entity()`: a delayed entity it finds is dequeued for good
+    /// there and the pick is made again while anything is queued. Without a
+    /// preemption the running entity's protection is trimmed to the queue's
+    /// shortest slice (RUN_TO_PARITY), whatever the slices.
+    #[allow(clippy::too_many_arguments)]
+    fn wakeup_preempt_619(&mut self, q: usize, cpu: usize, se: Ent, pse: Ent, now: u64, fork: bool, shorter: bool) -> bool {
+        if !shorter && (fork || self.ent(pse).sched_delayed) {
+            return false;
+        }
+        loop {
+            match self.pick_eevdf(q, cpu, Some(se), !shorter) {
+                Some(n) if n == pse => {
+                    if shorter {
+                        self.cancel_protect_slice(se);
+                    }
+                    return true;
+                }
+                Some(n) if self.ent(n).sched_delayed => {
+                    match n {
+                        Ent::Task(p) => self.dequeue_task_fair_flags(cpu, p, DequeueKind::Delayed, now),
+                        Ent::Group(..) => self.dequeue_delayed_group(cpu, n, now),
+                    }
+                    if self.cfs(q, cpu).nr_running == 0 {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        if self.feat.run_to_parity {
+            self.update_protect_slice(q, cpu, se);
+        }
+        false
     }
 
     /// `yield_task_fair()` of v6.6 to v6.18.0: the yielder's deadline moves one
@@ -838,7 +880,7 @@ mod tests {
             let (a, b) = protected_runner(&mut c);
             // The wakee is eligible (V = 1 ms) and due 1 ms before the running task.
             queue_at(&mut c, b, MIN, MIN + 2_000_000);
-            let got = c.wakeup_preempt_eevdf(0, 0, Ent::Task(a), Ent::Task(b), 0);
+            let got = c.wakeup_preempt_eevdf(0, 0, Ent::Task(a), Ent::Task(b), 0, false);
             assert_eq!(got, preempts, "{features:?}");
         }
         // A new deadline ends the protection (v6.6 keeps it as vlag == deadline).
@@ -864,7 +906,7 @@ mod tests {
             c.se[b].slice_ns = 100_000;
             c.se[b].custom_slice = true;
             queue_at(&mut c, b, MIN, MIN + 100_000);
-            let got = c.wakeup_preempt_eevdf(0, 0, Ent::Task(a), Ent::Task(b), 0);
+            let got = c.wakeup_preempt_eevdf(0, 0, Ent::Task(a), Ent::Task(b), 0, false);
             assert_eq!(got, preempts, "{features:?}");
             assert_eq!(c.protect_slice(Ent::Task(a)), !preempts, "{features:?}: protection cut iff preempting");
         }
@@ -918,6 +960,54 @@ mod tests {
             c.se[p].load = LoadWeight::new(w5);
             c.reweight_queued_eevdf(0, 0, Ent::Task(p), v_before, w0, w5);
             assert_eq!((c.se[p].vruntime, c.se[p].deadline), (want_v, want_d), "{version}");
+        }
+    }
+
+    #[test]
+    fn v619_wakeup_check_lets_no_fork_preempt() {
+        for (features, fork, want) in
+            [(None, true, true), (Some("WAKEUP_PREEMPT_619"), true, false), (Some("WAKEUP_PREEMPT_619"), false, true)]
+        {
+            let mut c = eevdf_on("6.18", "x6-2-20", features);
+            let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
+            queue_at(&mut c, a, MIN, MIN + 2_800_000);
+            run(&mut c, a);
+            // a ran 3 ms: past its protection and V (1.5 ms); b waits at MIN.
+            c.se[a].vruntime = MIN + 3_000_000;
+            queue_at(&mut c, b, MIN, MIN + 1_400_000);
+            let got = c.wakeup_preempt_eevdf(0, 0, Ent::Task(a), Ent::Task(b), 0, fork);
+            assert_eq!(got, want, "{features:?} fork={fork}");
+        }
+    }
+
+    #[test]
+    fn v619_wakeup_check_dequeues_a_delayed_pick_and_picks_again() {
+        for (features, want) in [(None, false), (Some("WAKEUP_PREEMPT_619"), true)] {
+            let mut c = eevdf_on("6.18", "x6-2-20", features);
+            let (a, b, w) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
+            c.enqueue_task_fair(0, a, true, false, 0);
+            c.enqueue_task_fair(0, b, true, false, 0);
+            // a runs 2 ms and sleeps ineligible: delayed, back in the tree.
+            c.tree_remove(0, 0, Ent::Task(a));
+            c.rq[0].cfs.curr = Some(Ent::Task(a));
+            c.se[a].vruntime += 2_000_000;
+            c.dequeue_task_fair_flags(0, a, DequeueKind::Sleep, 0);
+            assert!(c.se[a].sched_delayed);
+            c.rq[0].cfs.curr = None;
+            c.tree_insert(0, 0, Ent::Task(a));
+            // b runs 6 ms, unprotected: V = 4 ms, so a (2 ms) is eligible again.
+            c.tree_remove(0, 0, Ent::Task(b));
+            c.rq[0].cfs.curr = Some(Ent::Task(b));
+            c.se[b].vruntime += 6_000_000;
+            // The wakee w, eligible, its deadline after the delayed a's.
+            let base = c.cfs(0, 0).min_vruntime;
+            let dl = c.se[a].deadline + 1_000_000;
+            queue_at(&mut c, w, base + 3_000_000, dl);
+            let got = c.wakeup_preempt_eevdf(0, 0, Ent::Task(b), Ent::Task(w), 0, false);
+            assert_eq!(got, want, "{features:?}");
+            // v6.18.0 leaves the delayed a queued; the 6.18.y check took it off.
+            assert_eq!(c.se[a].on_rq, !want, "{features:?}");
+            assert_eq!(c.check_eevdf(0), None);
         }
     }
 

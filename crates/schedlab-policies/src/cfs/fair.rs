@@ -961,7 +961,7 @@ impl Cfs {
         }
         let q = self.q_of(se);
         if self.version.eevdf() {
-            let preempt = self.wakeup_preempt_eevdf(q, cpu, se, pse, sys.now_ns);
+            let preempt = self.wakeup_preempt_eevdf(q, cpu, se, pse, sys.now_ns, fork);
             // A slice that ended in update_curr() reschedules too.
             let ended = self.take_resched(cpu);
             self.flush_resched(sys);

@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 30] = [
+const NAMES: [&str; 32] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -34,6 +34,8 @@ const NAMES: [&str; 30] = [
     "SIS_UTIL",
     "NEWIDLE_COST_BUMP",
     "YIELD_FORFEIT",
+    "NI_RANDOM",
+    "WAKEUP_PREEMPT_619",
     "HOST_VCPU_PACK",
     "HOST_DEQUEUE_DELAYED_BUSY",
     "HOST_VCPU_PACK_IDLE",
@@ -105,6 +107,19 @@ pub struct Features {
     /// Not a features.h name: "Forfeit vruntime on yield" (79104becf42b, v6.19),
     /// backported to 6.18.2.
     pub yield_forfeit: bool,
+    /// 6.18.y (in a 6.18.35 tree; v6.19's "sched/fair: Proportional newidle
+    /// balance", 33cf66d88306, with its features.h name): a newly idle CPU
+    /// balances a domain only on a 1024-sided die's throw below the domain's
+    /// recent success rate (`newidle_ratio`).
+    pub ni_random: bool,
+    /// Not a features.h name: `check_preempt_wakeup_fair()` as 6.18.y took it
+    /// from v6.19 (e837456fdca8 "Reimplement NEXT_BUDDY to align with EEVDF
+    /// goals", with 15257cc2f905 "Revert force wakeup preemption" and the
+    /// delayed-dequeue fix; in the stable tree by May 2026), NEXT_BUDDY off: a
+    /// forked task never preempts, the check's pick dequeues a delayed pick and
+    /// picks again, and the running entity's protection is trimmed after every
+    /// check that does not preempt.
+    pub wakeup_preempt_619: bool,
     /// Not upstream: the placement of this project's hosts' kernel
     /// (`sched_vcpu_pack=15` on a vendor 6.18.44), inferred from their traces, not
     /// read from source: a woken task stays on its previous CPU instead of being
@@ -178,6 +193,8 @@ impl Features {
             sis_util: eevdf,
             newidle_cost_bump: version == KernelVersion::V6_18,
             yield_forfeit: false,
+            ni_random: false,
+            wakeup_preempt_619: false,
             host_vcpu_pack: false,
             host_dequeue_delayed_busy: false,
             host_vcpu_pack_idle: false,
@@ -199,7 +216,7 @@ impl Features {
             "SIS_UTIL" => eevdf,
             // Stable-branch changes, offered where a release's .y took them.
             "NEWIDLE_COST_BUMP" => matches!(self.version, V6_12 | V6_18),
-            "YIELD_FORFEIT" => self.version == V6_18,
+            "YIELD_FORFEIT" | "NI_RANDOM" | "WAKEUP_PREEMPT_619" => self.version == V6_18,
             // A host's non-upstream placement, inferred from its traces.
             "HOST_VCPU_PACK" | "HOST_DEQUEUE_DELAYED_BUSY" | "HOST_VCPU_PACK_IDLE" => self.version == V6_18,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
@@ -254,6 +271,8 @@ impl Features {
             "SIS_UTIL" => &mut self.sis_util,
             "NEWIDLE_COST_BUMP" => &mut self.newidle_cost_bump,
             "YIELD_FORFEIT" => &mut self.yield_forfeit,
+            "NI_RANDOM" => &mut self.ni_random,
+            "WAKEUP_PREEMPT_619" => &mut self.wakeup_preempt_619,
             "HOST_VCPU_PACK" => &mut self.host_vcpu_pack,
             "HOST_DEQUEUE_DELAYED_BUSY" => &mut self.host_dequeue_delayed_busy,
             "HOST_VCPU_PACK_IDLE" => &mut self.host_vcpu_pack_idle,
