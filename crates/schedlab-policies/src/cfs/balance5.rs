@@ -45,8 +45,12 @@ pub struct Sg5 {
     pub group_capacity: u64,
     pub group_util: u64,
     pub group_runnable: u64,
-    /// `sum_nr_running`; only fair tasks exist here, so it equals `sum_h_nr_running`.
+    /// `sum_nr_running`: Σ `rq->nr_running`, delayed tasks included (only fair
+    /// tasks exist here).
     pub sum_nr_running: u64,
+    /// `sum_h_nr_running`: Σ `cfs.h_nr_running`, from v6.14 `h_nr_runnable`
+    /// (delayed tasks left out); before v6.14 the same as `sum_nr_running`.
+    pub sum_h_nr_running: u64,
     pub idle_cpus: u64,
     pub group_weight: u64,
     pub group_type: GroupType,
@@ -62,6 +66,7 @@ impl Sg5 {
             group_util: 0,
             group_runnable: 0,
             sum_nr_running: 0,
+            sum_h_nr_running: 0,
             idle_cpus: 0,
             group_weight: weight,
             group_type: GroupType::HasSpare,
@@ -75,7 +80,8 @@ impl Sg5 {
             group_load: sums.load_avg,
             group_util: sums.util,
             group_runnable: sums.runnable_avg,
-            sum_nr_running: sums.nr_runnable,
+            sum_nr_running: sums.nr_running,
+            sum_h_nr_running: sums.nr_runnable,
             idle_cpus: sums.idle_cpus,
             ..Sg5::empty(group, g.weight, g.capacity)
         }
@@ -183,8 +189,10 @@ impl Cfs {
         self.nr_idle_scan[llc] = y * llc_weight / 1024;
     }
 
-    /// `update_sg_lb_stats()` (v5.10 L8377; v5.15 L8605). Sets `overload` when a
-    /// CPU has more than one task. v6.18 counts runnable tasks (`h_nr_runnable`).
+    /// `update_sg_lb_stats()` (v5.10 L8377; v5.15 L8605; v6.18 L10355). Sets
+    /// `overload` when a CPU has more than one task (`rq->nr_running`, delayed
+    /// tasks included); v6.18's `sum_h_nr_running` counts runnable tasks
+    /// (`h_nr_runnable`), its `sum_nr_running` every queued one.
     /// The sums come from the running sums kept per group (`cfs/scan.rs`).
     fn sg_stats5(&self, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool) -> Sg5 {
         let sums = self.scan.group_sums(g);
@@ -199,7 +207,7 @@ impl Cfs {
 
     /// `update_sd_pick_busiest()` (v5.10 L8465): should `sg` replace `busiest`?
     fn pick_busiest5(sg: &Sg5, busiest: Option<&Sg5>) -> bool {
-        if sg.sum_nr_running == 0 {
+        if sg.sum_h_nr_running == 0 {
             return false;
         }
         let Some(b) = busiest else { return true };
@@ -377,7 +385,7 @@ impl Cfs {
             // it would even out idle CPUs or tasks.
             return idle == IdleType::NotIdle
                 || (busiest.group_weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1)
-                || busiest.sum_nr_running == 1;
+                || busiest.sum_h_nr_running == 1;
         }
         false
     }
@@ -465,7 +473,8 @@ impl Cfs {
         let mut busiest = None;
         let (mut busiest_load, mut busiest_capacity, mut busiest_util, mut busiest_nr) = (0u64, 1u64, 0u64, 0usize);
         for i in span.iter() {
-            let nr = self.rq[i].cfs.h_nr_running;
+            // `cfs.h_nr_running`; v6.14+ `h_nr_runnable` (delayed tasks left out).
+            let nr = self.h_nr_runnable(i);
             if nr == 0 && version >= KernelVersion::V5_15 {
                 continue;
             }
@@ -547,8 +556,9 @@ impl Cfs {
             s.group_load = s.group_load - row.load_avg + row.load_avg.saturating_sub(p_h_load);
             s.group_util = s.group_util - row.util + row.util.saturating_sub(avg.util_avg);
             s.group_runnable = s.group_runnable - row.runnable_avg + row.runnable_avg.saturating_sub(avg.runnable_load_avg);
-            let nr = u64::from(row.nr_runnable) - 1;
+            let nr = u64::from(row.h_nr_running) - 1;
             s.sum_nr_running -= 1;
+            s.sum_h_nr_running -= 1;
             // idle_cpu_without(): only p running here.
             s.idle_cpus = s.idle_cpus - u64::from(row.idle) + u64::from(nr == 0 && sys.curr(i) == Some(p));
         }
@@ -571,8 +581,9 @@ impl Cfs {
             s.group_load += without(row.load_avg, p_h_load);
             s.group_util += without(row.util, avg.util_avg);
             s.group_runnable += without(row.runnable_avg, avg.runnable_load_avg);
-            let nr = u64::from(row.nr_runnable) - u64::from(local);
+            let nr = u64::from(row.h_nr_running) - u64::from(local);
             s.sum_nr_running += nr;
+            s.sum_h_nr_running += u64::from(row.nr_runnable) - u64::from(local);
             // idle_cpu_without(): idle_cpu(), or only p running here.
             let idle = if local { sys.curr(i) == Some(p) } else { sys.cpu_idle(i) && row.h_nr_running == 0 };
             if nr == 0 && idle {

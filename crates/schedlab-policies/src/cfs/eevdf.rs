@@ -1012,6 +1012,33 @@ mod tests {
     }
 
     #[test]
+    fn a_delayed_task_is_queued_but_not_runnable() {
+        use crate::cfs::scan::GroupSums;
+        for (version, runnable, counted) in [("6.6", 1024, 2), ("6.12", 0, 2), ("6.18", 0, 1)] {
+            let mut c = eevdf_on(version, "x6-2-20", None);
+            let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
+            c.enqueue_task_fair(0, a, true, false, 0);
+            c.enqueue_task_fair(0, b, true, false, 0);
+            c.tree_remove(0, 0, Ent::Task(a));
+            c.rq[0].cfs.curr = Some(Ent::Task(a));
+            c.se[a].vruntime += 2_000_000;
+            c.dequeue_task_fair_flags(0, a, DequeueKind::Sleep, 0);
+            // v6.6 has no delayed dequeue: a left, b alone is queued and runnable.
+            let (queued, counted) = if version == "6.6" { (1, 1) } else { (2, counted) };
+            assert_eq!(c.se_runnable_ent(Ent::Task(a)), if version == "6.6" { 1024 } else { runnable }, "{version}");
+            // The balancer's sums: every queued task in sum_nr_running (and the
+            // overload flag), v6.14+ leaves the delayed one out of sum_h_nr_running.
+            let mut sums = GroupSums::default();
+            sums.add(&crate::cfs::scan::ScanRow {
+                h_nr_running: c.rq[0].cfs.h_nr_running as u32,
+                nr_runnable: c.h_nr_runnable(0) as u32,
+                ..Default::default()
+            });
+            assert_eq!((sums.nr_running, sums.nr_runnable, sums.overloaded_cpus), (queued, counted, queued - 1), "{version}");
+        }
+    }
+
+    #[test]
     fn an_ineligible_sleeper_stays_queued_until_picked_v612() {
         for (version, features, delayed) in
             [("6.12", None, true), ("6.12", Some("NO_DELAY_DEQUEUE"), false), ("6.6", None, false)]

@@ -277,10 +277,14 @@ impl Cfs {
         let reworked = self.reworked_balancer();
         let load = self.se_weight(self.cfs(q, cpu).load.weight);
         let res = self.res;
+        let (version, nr_delayed) = (self.version, self.rq[cpu].nr_delayed);
         let cfs = self.cfs_mut(q, cpu);
         // v5.7+ replaced the weighted runnable load by `runnable_avg`: 1024 per
         // runnable task (`h_nr_running << SCHED_CAPACITY_SHIFT`), whatever its weight.
-        let runnable = if reworked { cfs.h_nr_running as u64 * 1024 } else { res.scale_load_down(cfs.runnable_weight) };
+        // v6.14+ counts `h_nr_runnable` (delayed tasks left out; kept per CPU, so
+        // for the root cfs_rq only: a group's cfs_rq still counts its delayed tasks).
+        let nr = if q == 0 && version >= KernelVersion::V6_18 { cfs.h_nr_running - nr_delayed } else { cfs.h_nr_running };
+        let runnable = if reworked { nr as u64 * 1024 } else { res.scale_load_down(cfs.runnable_weight) };
         let decayed = cfs.avg.update_cfs_rq(now, load, runnable, cfs.curr.is_some());
         if decayed {
             self.update_tg_load_avg(q, cpu, now);
@@ -298,7 +302,12 @@ impl Cfs {
     /// `se_runnable()` of any entity: a group entity's v5.7+ runnable signal
     /// counts the tasks below it; v4.19's `calc_group_runnable()` is taken as the
     /// entity's weight.
+    /// From v6.12 a delayed entity (asleep, still queued) is not runnable
+    /// (`se_runnable()` returns false for `sched_delayed`).
     pub fn se_runnable_ent(&self, e: Ent) -> u64 {
+        if self.version >= KernelVersion::V6_12 && self.ent(e).sched_delayed {
+            return 0;
+        }
         match (e, self.reworked_balancer()) {
             (Ent::Task(_), true) => 1024,
             (Ent::Group(g, cpu), true) => 1024 * self.tg[g].cfs_rq[cpu].h_nr_running.max(1) as u64,

@@ -47,7 +47,10 @@ pub struct GroupSums {
     pub util: u64,
     pub runnable_avg: u64,
     pub nr_runnable: u64,
-    /// CPUs with more than one runnable task (the root domain's overload flag).
+    /// Σ `rq->nr_running`: delayed tasks included in every release.
+    pub nr_running: u64,
+    /// CPUs with more than one task (`rq->nr_running > 1`, delayed tasks
+    /// included): the root domain's overload flag.
     pub overloaded_cpus: u64,
     pub idle_cpus: u64,
 }
@@ -59,7 +62,8 @@ impl GroupSums {
         self.util += row.util;
         self.runnable_avg += row.runnable_avg;
         self.nr_runnable += u64::from(row.nr_runnable);
-        self.overloaded_cpus += u64::from(row.nr_runnable > 1);
+        self.nr_running += u64::from(row.h_nr_running);
+        self.overloaded_cpus += u64::from(row.h_nr_running > 1);
         self.idle_cpus += u64::from(row.idle);
     }
 
@@ -69,7 +73,8 @@ impl GroupSums {
         self.util -= row.util;
         self.runnable_avg -= row.runnable_avg;
         self.nr_runnable -= u64::from(row.nr_runnable);
-        self.overloaded_cpus -= u64::from(row.nr_runnable > 1);
+        self.nr_running -= u64::from(row.h_nr_running);
+        self.overloaded_cpus -= u64::from(row.h_nr_running > 1);
         self.idle_cpus -= u64::from(row.idle);
     }
 }
