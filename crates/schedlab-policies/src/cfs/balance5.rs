@@ -25,12 +25,15 @@ const SCALE: u64 = 1024;
 /// `adjust_numa_imbalance()`, named).
 pub const NUMA_IMBALANCE_MIN: u64 = 2;
 
-/// `enum group_type` (v5.10 L7344): the order is the pull priority. Misfit and
-/// asym-packing need asymmetric CPUs, which no modelled machine has.
+/// `enum group_type` (v5.10 L7344; v6.12 L9196): the order is the pull
+/// priority. Misfit and asym-packing need asymmetric CPUs, which no modelled
+/// machine has. `SmtBalance` (v6.6+, fee1759e4f04): an SMT core running more
+/// than one task, seen by a CPU that would pull.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GroupType {
     HasSpare,
     FullyBusy,
+    SmtBalance,
     Imbalanced,
     Overloaded,
 }
@@ -54,6 +57,9 @@ pub struct Sg5 {
     pub idle_cpus: u64,
     pub group_weight: u64,
     pub group_type: GroupType,
+    /// The group's `sg->flags` and `sg->cores` (v6.6+ reads them).
+    pub flags: u32,
+    pub cores: u64,
 }
 
 impl Sg5 {
@@ -70,6 +76,8 @@ impl Sg5 {
             idle_cpus: 0,
             group_weight: weight,
             group_type: GroupType::HasSpare,
+            flags: 0,
+            cores: 0,
         }
     }
 
@@ -83,6 +91,8 @@ impl Sg5 {
             sum_nr_running: sums.nr_running,
             sum_h_nr_running: sums.nr_runnable,
             idle_cpus: sums.idle_cpus,
+            flags: g.flags,
+            cores: g.cores,
             ..Sg5::empty(group, g.weight, g.capacity)
         }
     }
@@ -90,7 +100,7 @@ impl Sg5 {
     /// The tail of `update_sg_wakeup_stats()`: the group's type, and its average
     /// load when fully busy or overloaded.
     fn classified_for_wakeup(mut self, pct: u64) -> Sg5 {
-        self.group_type = group_classify(pct, &self);
+        self.group_type = group_classify(pct, &self, false);
         if matches!(self.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
             self.avg_load = self.group_load * SCALE / self.group_capacity;
         }
@@ -117,16 +127,43 @@ pub fn group_is_overloaded(pct: u64, s: &Sg5) -> bool {
     s.group_capacity * 100 < s.group_util * pct || s.group_capacity * pct < s.group_runnable * 100
 }
 
-/// `group_classify()` (v5.10 L8326). `sg_imbalanced()` needs affinity-pinned
-/// tasks, which the shipped workloads do not have.
-pub fn group_classify(pct: u64, s: &Sg5) -> GroupType {
+/// `group_classify()` (v5.10 L8326; v6.12 L10138). `sg_imbalanced()` needs
+/// affinity-pinned tasks, which the shipped workloads do not have.
+/// `smt_balance`: v6.6+'s `group_smt_balance` flag of the group's stats.
+pub fn group_classify(pct: u64, s: &Sg5, smt_balance: bool) -> GroupType {
     if group_is_overloaded(pct, s) {
         GroupType::Overloaded
+    } else if smt_balance {
+        GroupType::SmtBalance
     } else if !group_has_capacity(pct, s) {
         GroupType::FullyBusy
     } else {
         GroupType::HasSpare
     }
+}
+
+/// `smt_vs_nonsmt_groups()` (v6.6+): one group is an SMT core, the other not.
+fn smt_vs_nonsmt_groups(a: &Sg5, b: &Sg5) -> bool {
+    (a.flags & SD_SHARE_CPUCAPACITY) != (b.flags & SD_SHARE_CPUCAPACITY)
+}
+
+/// `sibling_imbalance()` (v6.6+, 7ff1693236f5 with the v6.6-rc2 rounding fix
+/// 450e749707bc): the tasks to move so that both groups run as many tasks per
+/// core; nothing unless this CPU is idle.
+fn sibling_imbalance(idle: IdleType, busiest: &Sg5, local: &Sg5) -> u64 {
+    if idle == IdleType::NotIdle || busiest.sum_nr_running == 0 {
+        return 0;
+    }
+    let (nb, nl) = (busiest.cores, local.cores);
+    if nb == nl {
+        return busiest.sum_nr_running.saturating_sub(local.sum_nr_running);
+    }
+    let imbalance = (nl * busiest.sum_nr_running).saturating_sub(nb * local.sum_nr_running);
+    let imbalance = (2 * imbalance + nl + nb) / (nl + nb);
+    if imbalance <= 1 && local.sum_nr_running == 0 && busiest.sum_nr_running > 1 {
+        return 2;
+    }
+    imbalance
 }
 
 /// `allow_numa_imbalance()` (v5.11, 7d2b5dd0bcc4 and the fork patch): a NUMA
@@ -194,19 +231,27 @@ impl Cfs {
     /// tasks included); v6.18's `sum_h_nr_running` counts runnable tasks
     /// (`h_nr_runnable`), its `sum_nr_running` every queued one.
     /// The sums come from the running sums kept per group (`cfs/scan.rs`).
-    fn sg_stats5(&self, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool) -> Sg5 {
+    fn sg_stats5(&self, gi: usize, g: &SchedGroup, pct: u64, overload: &mut bool, idle: IdleType) -> Sg5 {
         let sums = self.scan.group_sums(g);
         let mut s = Sg5::of_sums(gi, g, &sums);
         *overload |= sums.overloaded_cpus > 0;
-        s.group_type = group_classify(pct, &s);
+        // v6.6+ `smt_balance()`: a CPU that would pull sees another SMT core
+        // sharing its capacity between tasks.
+        let smt_balance = self.version >= KernelVersion::V6_6
+            && gi != 0
+            && idle != IdleType::NotIdle
+            && g.flags & SD_SHARE_CPUCAPACITY != 0
+            && s.sum_h_nr_running > 1;
+        s.group_type = group_classify(pct, &s, smt_balance);
         if s.group_type == GroupType::Overloaded {
             s.avg_load = s.group_load * SCALE / s.group_capacity;
         }
         s
     }
 
-    /// `update_sd_pick_busiest()` (v5.10 L8465): should `sg` replace `busiest`?
-    fn pick_busiest5(sg: &Sg5, busiest: Option<&Sg5>) -> bool {
+    /// `update_sd_pick_busiest()` (v5.10 L8465; v6.12 L10401): should `sg`
+    /// replace `busiest`? `v66`: the v6.6+ rules for SMT groups.
+    fn pick_busiest5(sg: &Sg5, busiest: Option<&Sg5>, v66: bool) -> bool {
         if sg.sum_h_nr_running == 0 {
             return false;
         }
@@ -214,13 +259,24 @@ impl Cfs {
         if sg.group_type != b.group_type {
             return sg.group_type > b.group_type;
         }
+        // Fewer idle CPUs, then more running tasks.
+        let has_spare = || sg.idle_cpus < b.idle_cpus || (sg.idle_cpus == b.idle_cpus && sg.sum_nr_running > b.sum_nr_running);
+        // v6.6+: the higher avg_load (0 unless overloaded), keeping an SMT busiest
+        // group on a tie ("SMT sched groups need more help").
+        let fully_busy = || !(sg.avg_load < b.avg_load || (sg.avg_load == b.avg_load && b.flags & SD_SHARE_CPUCAPACITY != 0));
         match sg.group_type {
-            GroupType::Overloaded | GroupType::FullyBusy => sg.avg_load > b.avg_load,
+            GroupType::Overloaded => sg.avg_load > b.avg_load,
+            GroupType::FullyBusy if !v66 => sg.avg_load > b.avg_load,
+            GroupType::FullyBusy => fully_busy(),
+            GroupType::SmtBalance if sg.idle_cpus != 0 || b.idle_cpus != 0 => has_spare(),
+            GroupType::SmtBalance => fully_busy(),
             GroupType::Imbalanced => false,
-            // Fewer idle CPUs, then more running tasks.
-            GroupType::HasSpare => {
-                sg.idle_cpus < b.idle_cpus || (sg.idle_cpus == b.idle_cpus && sg.sum_nr_running > b.sum_nr_running)
+            // v6.6+: an SMT group running one task is not picked over a group
+            // of plain CPUs (it would leave a core idle).
+            GroupType::HasSpare if v66 && smt_vs_nonsmt_groups(b, sg) => {
+                !(sg.flags & SD_SHARE_CPUCAPACITY != 0 && sg.sum_h_nr_running <= 1)
             }
+            GroupType::HasSpare => has_spare(),
         }
     }
 
@@ -241,6 +297,7 @@ impl Cfs {
         let sd_flags = sd.flags;
         let prefer_sibling = sd_idx > 0 && self.doms[this_cpu].domains[sd_idx - 1].flags & SD_PREFER_SIBLING != 0;
         let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
+        let v66 = self.version >= KernelVersion::V6_6;
         if !self.should_we_balance(sys, this_cpu, &self.doms[this_cpu].domains[sd_idx].groups[0].span, idle) {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, false);
@@ -259,13 +316,13 @@ impl Cfs {
             scanned += g.weight;
             #[cfg(debug_assertions)]
             self.debug_check_group_sums(sys, g);
-            let s = self.sg_stats5(i, g, pct, &mut overload);
+            let s = self.sg_stats5(i, g, pct, &mut overload, idle);
             total_load += s.group_load;
             total_capacity += s.group_capacity;
             sum_util += s.group_util;
             if i == 0 {
                 local = Some(s);
-            } else if Self::pick_busiest5(&s, busiest.as_ref()) {
+            } else if Self::pick_busiest5(&s, busiest.as_ref(), v66) {
                 busiest = Some(s);
             }
         }
@@ -283,11 +340,15 @@ impl Cfs {
             return (0, true);
         };
         let sds_avg = SCALE * total_load / total_capacity.max(1);
-        // find_busiest_group() (v5.10 L9184): the decision matrix.
-        let force = busiest.group_type == GroupType::Imbalanced
-            || (prefer_sibling && local.group_type == GroupType::HasSpare && busiest.sum_nr_running > local.sum_nr_running + 1);
+        // find_busiest_group() (v5.10 L9184; v6.12 L11250): the decision matrix.
+        // v6.6+ spreads to the sibling domain only from an idle CPU, by the
+        // groups' tasks per core (`sibling_imbalance()`).
+        let spread =
+            if v66 { sibling_imbalance(idle, &busiest, &local) > 1 } else { busiest.sum_nr_running > local.sum_nr_running + 1 };
+        let force =
+            busiest.group_type == GroupType::Imbalanced || (prefer_sibling && local.group_type == GroupType::HasSpare && spread);
         if !force {
-            let balanced = Self::group_balanced5(&local, &busiest, sds_avg, pct, idle);
+            let balanced = Self::group_balanced5(&local, &busiest, sds_avg, pct, idle, v66);
             if balanced {
                 self.out_balanced5(this_cpu, sd_idx, idle);
                 return (0, true);
@@ -369,7 +430,7 @@ impl Cfs {
 
     /// The `out_balanced` exits of `find_busiest_group()` (v5.10 L9184) once no
     /// group type forces a pull.
-    fn group_balanced5(local: &Sg5, busiest: &Sg5, sds_avg: u64, pct: u64, idle: IdleType) -> bool {
+    fn group_balanced5(local: &Sg5, busiest: &Sg5, sds_avg: u64, pct: u64, idle: IdleType, v66: bool) -> bool {
         if local.group_type > busiest.group_type {
             return true;
         }
@@ -382,10 +443,15 @@ impl Cfs {
         }
         if busiest.group_type != GroupType::Overloaded {
             // Spare capacity on the busiest side: only an idle CPU pulls, and only if
-            // it would even out idle CPUs or tasks.
-            return idle == IdleType::NotIdle
-                || (busiest.group_weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1)
-                || busiest.sum_h_nr_running == 1;
+            // it would even out idle CPUs or tasks; v6.6+ lets a plain CPU pull from an
+            // SMT core sharing its capacity.
+            if idle == IdleType::NotIdle {
+                return true;
+            }
+            if v66 && busiest.group_type == GroupType::SmtBalance && smt_vs_nonsmt_groups(local, busiest) {
+                return false;
+            }
+            return (busiest.group_weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1) || busiest.sum_h_nr_running == 1;
         }
         false
     }
@@ -423,8 +489,29 @@ impl Cfs {
         total_load: u64,
         total_capacity: u64,
     ) -> (MigrationType, u64) {
-        if busiest.group_type == GroupType::Imbalanced {
+        if busiest.group_type == GroupType::Imbalanced || busiest.group_type == GroupType::SmtBalance {
             return (MigrationType::Task, 1);
+        }
+        if local.group_type == GroupType::HasSpare && self.version >= KernelVersion::V6_6 {
+            if busiest.group_type > GroupType::FullyBusy && sd_flags & SD_SHARE_PKG_RESOURCES == 0 {
+                let imbalance = local.group_capacity.max(local.group_util) - local.group_util;
+                if idle != IdleType::NotIdle && imbalance == 0 {
+                    return (MigrationType::Task, 1);
+                }
+                return (MigrationType::Util, imbalance);
+            }
+            // v6.6+: spread by tasks per core, or even out idle CPUs (unsigned int
+            // arithmetic as before: fewer idle CPUs locally wraps to a huge count,
+            // which `max_t(long, 0, ..)` keeps); halved after the NUMA allowance.
+            let mut imbalance = if busiest.group_weight == 1 || prefer_sibling {
+                sibling_imbalance(idle, busiest, local)
+            } else {
+                u64::from((local.idle_cpus as u32).wrapping_sub(busiest.idle_cpus as u32))
+            };
+            if sd_flags & SD_NUMA != 0 {
+                imbalance = self.adjust_numa_imbalance(imbalance, busiest.sum_nr_running, busiest.group_weight);
+            }
+            return (MigrationType::Task, imbalance >> 1);
         }
         if local.group_type == GroupType::HasSpare {
             if busiest.group_type > GroupType::FullyBusy && sd_flags & SD_SHARE_PKG_RESOURCES == 0 {
@@ -604,7 +691,8 @@ impl Cfs {
         }
         match sg.group_type {
             GroupType::Overloaded | GroupType::FullyBusy => sg.avg_load < b.avg_load,
-            GroupType::Imbalanced => false,
+            // Not used in the slow wakeup path (never classified there).
+            GroupType::Imbalanced | GroupType::SmtBalance => false,
             GroupType::HasSpare => sg.idle_cpus > b.idle_cpus || (sg.idle_cpus == b.idle_cpus && sg.group_util < b.group_util),
         }
     }
@@ -658,7 +746,7 @@ impl Cfs {
                     return None;
                 }
             }
-            GroupType::Imbalanced => {}
+            GroupType::Imbalanced | GroupType::SmtBalance => {}
             GroupType::HasSpare => {
                 if sd_flags & SD_NUMA != 0 {
                     // Stay on this node, near the waker's memory, and let the periodic
@@ -686,5 +774,52 @@ impl Cfs {
     /// True for the versions whose balancer is this file's.
     pub fn reworked_balancer(&self) -> bool {
         !self.version.pre_rework()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A group's stats with what the v6.6+ rules read.
+    fn sg(nr: u64, idle_cpus: u64, cores: u64, smt: bool) -> Sg5 {
+        Sg5 {
+            sum_nr_running: nr,
+            sum_h_nr_running: nr,
+            idle_cpus,
+            cores,
+            flags: if smt { SD_SHARE_CPUCAPACITY } else { 0 },
+            ..Sg5::empty(0, 2 * cores, 1024 * 2 * cores)
+        }
+    }
+
+    #[test]
+    fn sibling_imbalance_evens_out_tasks_per_core_from_an_idle_cpu() {
+        // Equal cores: the task difference, nothing from a busy CPU.
+        assert_eq!(sibling_imbalance(IdleType::NewlyIdle, &sg(5, 0, 4, false), &sg(2, 2, 4, false)), 3);
+        assert_eq!(sibling_imbalance(IdleType::NotIdle, &sg(5, 0, 4, false), &sg(2, 2, 4, false)), 0);
+        assert_eq!(sibling_imbalance(IdleType::Idle, &sg(1, 3, 4, false), &sg(3, 1, 4, false)), 0);
+        // 4 cores with 6 tasks against 2 cores with 1: (2*6 - 4*1) = 8, (2*8 + 6) / 6 = 3.
+        assert_eq!(sibling_imbalance(IdleType::Idle, &sg(6, 0, 4, false), &sg(1, 1, 2, false)), 3);
+        // The v6.6-rc2 rounding fix: an empty local group pulls at least 2.
+        assert_eq!(sibling_imbalance(IdleType::Idle, &sg(2, 2, 4, false), &sg(0, 1, 1, false)), 2);
+    }
+
+    #[test]
+    fn v66_keeps_an_smt_group_as_busiest_on_a_tie() {
+        let mut a = sg(2, 0, 1, true);
+        let mut b = sg(2, 0, 1, true);
+        a.group_type = GroupType::FullyBusy;
+        b.group_type = GroupType::FullyBusy;
+        // v5.x keeps the first of equal fully busy groups, v6.6+ too when the
+        // first is an SMT core, and takes a later one otherwise.
+        assert!(!Cfs::pick_busiest5(&b, Some(&a), false));
+        assert!(!Cfs::pick_busiest5(&b, Some(&a), true));
+        a.flags = 0;
+        assert!(Cfs::pick_busiest5(&b, Some(&a), true));
+        // An SMT core sharing its capacity outranks fully busy groups.
+        b.group_type = GroupType::SmtBalance;
+        assert!(Cfs::pick_busiest5(&b, Some(&a), true));
+        assert_eq!(group_classify(117, &sg(2, 0, 1, true), true), GroupType::SmtBalance);
     }
 }

@@ -291,6 +291,12 @@ pub struct SchedGroupData {
     /// of equal spans share one number, overlapping NUMA groups built per CPU
     /// included. The balancer keeps its running sums per span (`cfs/scan.rs`).
     pub span_id: usize,
+    /// `sg->flags` (v6.0+): the flags of the child domain the group was built
+    /// from, so SD_SHARE_CPUCAPACITY marks a group of SMT siblings; 0 for a group
+    /// of one CPU, or whose child domain was degenerate (one CPU) and destroyed.
+    pub flags: u32,
+    /// `sg->cores` (v6.6+): the cores the span touches.
+    pub cores: u64,
 }
 
 /// One scheduling domain of one CPU, as `sd_init()` creates it and `cpu_attach_domain()`
@@ -641,6 +647,7 @@ fn plain_groups(
     caps: &[u64],
     shared: &mut BTreeMap<(usize, usize, bool), SchedGroup>,
     span_ids: &mut SpanIds,
+    core_of: &[usize],
 ) -> Vec<SchedGroup> {
     let ncpus = chains.len();
     let span = &chains[cpu][level].span;
@@ -664,7 +671,9 @@ fn plain_groups(
                 one.set(i);
                 one
             };
-            make_group(Arc::new(group_span.clone()), &group_span, caps, span_ids)
+            let child = &chains[i][level.saturating_sub(1)];
+            let flags = if from_child && child.span.count() > 1 { child.flags } else { 0 };
+            make_group(Arc::new(group_span.clone()), &group_span, caps, span_ids, flags, core_of)
         });
         covered.union_with(&g.span);
         groups.push(g.clone());
@@ -686,6 +695,7 @@ fn overlap_groups(
     version: KernelVersion,
     caps: &[u64],
     span_ids: &mut SpanIds,
+    core_of: &[usize],
 ) -> Vec<SchedGroup> {
     let ncpus = chains.len();
     let span = &chains[cpu][level].span;
@@ -713,7 +723,8 @@ fn overlap_groups(
         let group_span = if sibling > 0 { chain[sibling - 1].span.clone() } else { chain[sibling].span.clone() };
         covered.union_with(&group_span);
         let balance = balance_mask(chains, sibling, &group_span);
-        groups.push(make_group(Arc::new(group_span), &balance, caps, span_ids));
+        let flags = if sibling > 0 && chain[sibling - 1].span.count() > 1 { chain[sibling - 1].flags } else { 0 };
+        groups.push(make_group(Arc::new(group_span), &balance, caps, span_ids, flags, core_of));
     }
     groups
 }
@@ -735,8 +746,25 @@ type SpanIds = BTreeMap<Vec<(usize, usize)>, usize>;
 
 /// A group with its summed capacity and the first CPU of `balance` (of the span if the
 /// balance mask came out empty, which the kernel warns about).
-fn make_group(span: Arc<CpuSet>, balance: &CpuSet, caps: &[u64], span_ids: &mut SpanIds) -> SchedGroup {
-    let capacity = span.iter().map(|c| caps[c]).sum();
+fn make_group(
+    span: Arc<CpuSet>,
+    balance: &CpuSet,
+    caps: &[u64],
+    span_ids: &mut SpanIds,
+    flags: u32,
+    core_of: &[usize],
+) -> SchedGroup {
+    let mut capacity = 0;
+    let mut seen = vec![0u64; core_of.len() / 64 + 1];
+    let mut cores = 0;
+    for c in span.iter() {
+        capacity += caps[c];
+        let (word, bit) = (core_of[c] / 64, 1u64 << (core_of[c] % 64));
+        if seen[word] & bit == 0 {
+            seen[word] |= bit;
+            cores += 1;
+        }
+    }
     let balance_cpu = balance.next_from(0).or_else(|| span.next_from(0)).unwrap_or(0);
     let weight = span.count() as u64;
     let mut span_runs: Vec<std::ops::Range<usize>> = Vec::new();
@@ -748,7 +776,16 @@ fn make_group(span: Arc<CpuSet>, balance: &CpuSet, caps: &[u64], span_ids: &mut 
     }
     let next_id = span_ids.len();
     let span_id = *span_ids.entry(span_runs.iter().map(|r| (r.start, r.end)).collect()).or_insert(next_id);
-    SchedGroup(Arc::new(SchedGroupData { span, capacity, balance_cpu, weight, span_runs: span_runs.into(), span_id }))
+    SchedGroup(Arc::new(SchedGroupData {
+        span,
+        capacity,
+        balance_cpu,
+        weight,
+        span_runs: span_runs.into(),
+        span_id,
+        flags,
+        cores,
+    }))
 }
 
 /// `sd_degenerate()`: a domain of one CPU, or one whose only group makes its
@@ -824,6 +861,7 @@ pub fn build(topo: &Topology, version: KernelVersion) -> Vec<CpuDomains> {
     let levels = topology_levels(topo, version);
     let cpu_map = CpuSet::full(ncpus);
     let caps: Vec<u64> = (0..ncpus).map(|cpu| cpu_capacity_orig(topo, cpu, version)).collect();
+    let core_of: Vec<usize> = (0..ncpus).map(|cpu| topo.cpus[cpu].core as usize).collect();
 
     // Per-CPU chains, bottom-up, stopping at the first domain that spans the whole map.
     let mut chains: Vec<Vec<SchedDomain>> = Vec::with_capacity(ncpus);
@@ -859,9 +897,9 @@ pub fn build(topo: &Topology, version: KernelVersion) -> Vec<CpuDomains> {
         let mut per_level = Vec::with_capacity(chain.len());
         for (level, tl) in levels.iter().enumerate().take(chain.len()) {
             let groups = if tl.overlap {
-                overlap_groups(&chains, level, cpu, version, &caps, &mut span_ids)
+                overlap_groups(&chains, level, cpu, version, &caps, &mut span_ids, &core_of)
             } else {
-                plain_groups(&chains, level, cpu, &caps, &mut shared, &mut span_ids)
+                plain_groups(&chains, level, cpu, &caps, &mut shared, &mut span_ids, &core_of)
             };
             per_level.push(groups);
         }
@@ -897,6 +935,22 @@ pub fn build(topo: &Topology, version: KernelVersion) -> Vec<CpuDomains> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_carry_their_child_domains_flags_and_cores() {
+        // x6-2-20: 10 cores of 2 threads in one LLC. The MC domain's groups are
+        // the SMT cores (the child SMT domain's flags, one core each); the SMT
+        // domain's groups are single CPUs (no child, no flags).
+        let doms = build(&Topology::parse("x6-2-20").unwrap(), KernelVersion::V6_18);
+        let smt = &doms[0].domains[0];
+        assert!(smt.groups.iter().all(|g| g.flags == 0 && g.cores == 1));
+        let mc = &doms[0].domains[1];
+        assert_eq!(mc.groups.len(), 10);
+        assert!(mc.groups.iter().all(|g| g.flags & SD_SHARE_CPUCAPACITY != 0 && g.cores == 1 && g.weight == 2));
+        // Without SMT the MC groups are single CPUs: no child domain survives.
+        let doms = build(&Topology::parse("1x1x8x1").unwrap(), KernelVersion::V6_18);
+        assert!(doms[0].domains[0].groups.iter().all(|g| g.flags & SD_SHARE_CPUCAPACITY == 0 && g.cores == 1));
+    }
 
     #[test]
     fn newidle_stats_start_at_half_and_turn_into_a_rate_every_1024_calls() {
