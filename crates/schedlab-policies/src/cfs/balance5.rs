@@ -142,6 +142,17 @@ pub fn group_classify(pct: u64, s: &Sg5, smt_balance: bool) -> GroupType {
     }
 }
 
+/// `adjust_numa_imbalance()` of v5.18+: a NUMA imbalance is allowed while the
+/// destination would run at most `imb_numa_nr` tasks, and then only a small one
+/// (up to NUMA_IMBALANCE_MIN, a pair of communicating tasks).
+fn adjust_numa_imbalance_v518(imbalance: u64, dst_running: u64, imb_numa_nr: u64) -> u64 {
+    if dst_running > imb_numa_nr || imbalance > NUMA_IMBALANCE_MIN {
+        imbalance
+    } else {
+        0
+    }
+}
+
 /// `smt_vs_nonsmt_groups()` (v6.6+): one group is an SMT core, the other not.
 fn smt_vs_nonsmt_groups(a: &Sg5, b: &Sg5) -> bool {
     (a.flags & SD_SHARE_CPUCAPACITY) != (b.flags & SD_SHARE_CPUCAPACITY)
@@ -296,6 +307,7 @@ impl Cfs {
         let pct = sd.imbalance_pct as u64;
         let sd_flags = sd.flags;
         let prefer_sibling = sd_idx > 0 && self.doms[this_cpu].domains[sd_idx - 1].flags & SD_PREFER_SIBLING != 0;
+        let imb_numa_nr = self.doms[this_cpu].domains[sd_idx].imb_numa_nr;
         let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
         let v66 = self.version >= KernelVersion::V6_6;
         if !self.should_we_balance(sys, this_cpu, &self.doms[this_cpu].domains[sd_idx].groups[0].span, idle) {
@@ -354,8 +366,16 @@ impl Cfs {
                 return (0, true);
             }
         }
-        let (migration, imbalance) =
-            self.calculate_imbalance5(&busiest, &mut local, sds_avg, sd_flags, prefer_sibling, idle, total_load, total_capacity);
+        let (migration, imbalance) = self.calculate_imbalance5(
+            &busiest,
+            &mut local,
+            sds_avg,
+            (sd_flags, imb_numa_nr),
+            prefer_sibling,
+            idle,
+            total_load,
+            total_capacity,
+        );
         if imbalance == 0 {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, true);
@@ -483,7 +503,7 @@ impl Cfs {
         busiest: &Sg5,
         local: &mut Sg5,
         mut sds_avg: u64,
-        sd_flags: u32,
+        (sd_flags, imb_numa_nr): (u32, u64),
         prefer_sibling: bool,
         idle: IdleType,
         total_load: u64,
@@ -509,7 +529,7 @@ impl Cfs {
                 u64::from((local.idle_cpus as u32).wrapping_sub(busiest.idle_cpus as u32))
             };
             if sd_flags & SD_NUMA != 0 {
-                imbalance = self.adjust_numa_imbalance(imbalance, busiest.sum_nr_running, busiest.group_weight);
+                imbalance = adjust_numa_imbalance_v518(imbalance, local.sum_nr_running + 1, imb_numa_nr);
             }
             return (MigrationType::Task, imbalance >> 1);
         }
@@ -702,7 +722,7 @@ impl Cfs {
     pub fn find_idlest_group_v5(&mut self, sys: &mut System, sd_idx: usize, p: TaskId, this_cpu: usize) -> Option<usize> {
         let sd = &self.doms[this_cpu].domains[sd_idx];
         let pct = sd.imbalance_pct as u64;
-        let (sd_flags, span_weight) = (sd.flags, sd.span_weight as u64);
+        let (sd_flags, span_weight, imb_numa_nr) = (sd.flags, sd.span_weight as u64, sd.imb_numa_nr);
         // The allowed load gap: a nice-0 task's load × (imbalance_pct − 100) / 100.
         let imbalance = SCALE * (pct - 100) / 100;
         let mut local: Option<Sg5> = None;
@@ -752,8 +772,12 @@ impl Cfs {
                     // Stay on this node, near the waker's memory, and let the periodic
                     // balancer spread if it must: v5.10 while the node has any idle CPU;
                     // NUMA_FORK_SPREAD (v5.11) only while under a quarter of the
-                    // domain's CPUs run tasks.
-                    let stay = if self.feat.numa_fork_spread {
+                    // domain's CPUs run tasks; v5.18+ while the node would run at
+                    // most `imb_numa_nr` tasks and the idle CPUs differ by at most 2.
+                    let stay = if self.version >= KernelVersion::V6_6 {
+                        let imbalance = local.idle_cpus.abs_diff(idlest.idle_cpus);
+                        adjust_numa_imbalance_v518(imbalance, local.sum_nr_running + 1, imb_numa_nr) == 0
+                    } else if self.feat.numa_fork_spread {
                         allow_numa_imbalance(local.sum_nr_running, span_weight)
                     } else {
                         local.idle_cpus > 0

@@ -332,6 +332,10 @@ pub struct SchedDomain {
     pub nr_balance_failed: u32,
     pub max_newidle_lb_cost_ns: u64,
     pub next_decay_max_lb_cost_jiffies: u64,
+    /// `sd->imb_numa_nr` (v5.18+; the v6.0+ rule): the tasks a NUMA domain lets
+    /// a node run before balancing evens out idle CPUs, from the LLCs per node
+    /// (`build_sched_domains()`); 0 below the LLC's parent.
+    pub imb_numa_nr: u64,
     /// NI_RANDOM (6.18.y, v6.19): newly idle passes asked, those that pulled
     /// (weighted by the inverse of the chance to run), and the success rate in
     /// 1024ths; sd_init() starts them at 512, 256, 512 ("50% success rate").
@@ -600,6 +604,7 @@ fn sd_init(tl: &TopoLevel, version: KernelVersion, sd_weight: usize, span: CpuSe
         newidle_call: 512,
         newidle_success: 256,
         newidle_ratio: 512,
+        imb_numa_nr: 0,
     };
     if sd.flags & SD_SHARE_CPUCAPACITY != 0 {
         sd.imbalance_pct = 110;
@@ -739,6 +744,28 @@ fn balance_mask(chains: &[Vec<SchedDomain>], level: usize, group_span: &CpuSet) 
         }
     }
     mask
+}
+
+/// The allowed NUMA imbalance of each domain of one CPU's (not yet pruned)
+/// chain, as `build_sched_domains()` sets it (v6.0+ rule, 026b98a93bbd): the
+/// LLC's parent allows as many tasks as the LLCs it holds (an eighth of its
+/// CPUs when it holds one, at least 1), and each domain above it that many
+/// times how many of the first NUMA domain's spans it covers.
+fn set_imb_numa_nr(chain: &mut [SchedDomain]) {
+    let (mut imb, mut imb_span) = (0u64, 1u64);
+    for i in 0..chain.len() {
+        let child_llc = i > 0 && chain[i - 1].flags & SD_SHARE_PKG_RESOURCES != 0;
+        let weight = chain[i].span_weight as u64;
+        if chain[i].flags & SD_SHARE_PKG_RESOURCES == 0 && child_llc {
+            let nr_llcs = weight / chain[i - 1].span_weight as u64;
+            imb = if nr_llcs == 1 { weight >> 3 } else { nr_llcs }.max(1);
+            chain[i].imb_numa_nr = imb;
+            let top = chain[i + 1..].iter().find(|sd| sd.flags & SD_NUMA != 0);
+            imb_span = top.map_or(weight, |sd| sd.span_weight as u64);
+        } else {
+            chain[i].imb_numa_nr = imb * (weight / imb_span).max(1);
+        }
+    }
 }
 
 /// The numbers given to distinct group spans, by the span's runs of CPUs.
@@ -909,6 +936,7 @@ pub fn build(topo: &Topology, version: KernelVersion) -> Vec<CpuDomains> {
         for (sd, g) in chain.iter_mut().zip(groups) {
             sd.groups = g;
         }
+        set_imb_numa_nr(chain);
     }
 
     let nr_nodes = topo.node_cpus.len();
@@ -950,6 +978,25 @@ mod tests {
         // Without SMT the MC groups are single CPUs: no child domain survives.
         let doms = build(&Topology::parse("1x1x8x1").unwrap(), KernelVersion::V6_18);
         assert!(doms[0].domains[0].groups.iter().all(|g| g.flags & SD_SHARE_CPUCAPACITY == 0 && g.cores == 1));
+    }
+
+    #[test]
+    fn imb_numa_nr_follows_the_llcs_per_node() {
+        let nr = |spec: &str| -> Vec<(String, u64)> {
+            let doms = build(&Topology::parse(spec).unwrap(), KernelVersion::V6_18);
+            doms[0].domains.iter().map(|sd| (sd.level.name().to_string(), sd.imb_numa_nr)).collect()
+        };
+        // One LLC per node of 40 CPUs: the LLC's parent is the (later pruned)
+        // package level, which holds one LLC, so an eighth of its CPUs, 5; the
+        // NUMA domain spans the first NUMA span, so the same 5.
+        let cl = nr("cascadelake-2s");
+        assert_eq!(cl.last().unwrap().1, 5, "{cl:?}");
+        // 8 sockets of 2 LLCs: the socket level holds 2 LLCs; the NUMA level
+        // spans the first NUMA span, so the same 2.
+        let big = nr("8x2x32x2");
+        assert!(big.iter().filter(|(l, _)| l.starts_with("NUMA")).all(|&(_, n)| n == 2), "{big:?}");
+        // Below the LLC's parent nothing is allowed.
+        assert_eq!(cl[0].1, 0, "{cl:?}");
     }
 
     #[test]
