@@ -132,7 +132,11 @@ fn wasted_never_exceeds_idle_capacity_two_llcs() {
 /// HOST_VCPU_PACK (a host's inferred placement): woken receivers stay on their
 /// CPU, so the pipe messaging run that upstream 6.18 makes migrate by wake_affine
 /// pulls thousands of times migrates far less. Summed over four seeds: one short
-/// run's count scatters (200 to 800 migrations upstream).
+/// run's count scatters (200 to 800 migrations upstream). The balancer's moves
+/// count in both: since v6.18's `can_migrate_task()` leaves ineligible tasks
+/// alone while a domain has not failed (modelled from the sixteenth session),
+/// upstream makes about half the moves it made before (2 144 -> 1 186 here,
+/// packed 339 -> 322), so the line is 3x fewer, not 4x.
 #[test]
 fn host_vcpu_pack_keeps_wakees_on_their_cpu() {
     let w = "hackbench groups=1 loops=200 ipc=pipe";
@@ -146,5 +150,5 @@ fn host_vcpu_pack_keeps_wakees_on_their_cpu() {
             .sum()
     };
     let (u, p) = (migrations("eevdf@6.18"), migrations("eevdf@6.18+HOST_VCPU_PACK"));
-    assert!(u > 400 && p * 4 < u, "upstream {u} migrations, packed {p}");
+    assert!(u > 400 && p * 3 < u, "upstream {u} migrations, packed {p}");
 }

@@ -28,9 +28,11 @@ fn each_loop_makes_its_processes_and_only_finished_loops_count() {
             let (lpm, unit) = w.throughput(&r).unwrap();
             assert_eq!(unit, "lpm");
             // Per minute of the window (the alarm's 200 ms and the main task's
-            // wakeup after them).
+            // wakeup after them, which waits for a CPU: with 2 x 8 pipelines on
+            // 20 CPUs eevdf@6.18 takes 1.6 ms since its balancer leaves
+            // ineligible tasks alone, v6.18's can_migrate_task()).
             let window_s = r.elapsed_ns() as f64 / 1e9;
-            assert!((0.2..0.201).contains(&window_s), "{spec}: window {window_s} s");
+            assert!((0.2..0.205).contains(&window_s), "{spec}: window {window_s} s");
             assert!((lpm - loops as f64 * 60.0 / window_s).abs() < 1e-6 * lpm, "{spec}: {lpm}");
         }
     }

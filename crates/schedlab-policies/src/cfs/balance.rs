@@ -192,15 +192,20 @@ impl Cfs {
                 break;
             }
             examined += 1;
-            // can_migrate_task() (v4.19 L7104; v5.10 L7517).
+            // can_migrate_task() (v4.19 L7104; v5.10 L7517; v6.18 L9371). v6.18
+            // refuses a delayed task, and an ineligible one, before it looks at
+            // the CPUs allowed, so neither clears LBF_ALL_PINNED.
+            if self.se[p].sched_delayed && !self.may_migrate_delayed(migration) {
+                continue;
+            }
+            if self.ineligible_on_dst(p, src, dst, nr_failed) {
+                continue;
+            }
             if !sys.tasks[p].can_run_on(dst) {
                 continue;
             }
             all_pinned = false;
             if sys.curr(src) == Some(p) {
-                continue;
-            }
-            if self.se[p].sched_delayed && !self.may_migrate_delayed(migration) {
                 continue;
             }
             let hot =
@@ -226,6 +231,19 @@ impl Cfs {
         }
         Self::balance_cost(sys, charge_cpu, 0, 0, examined as u64);
         (moved, all_pinned)
+    }
+
+    /// v6.18's `task_is_ineligible_on_dst_cpu()` test in `can_migrate_task()`
+    /// ("prioritize the migration of eligible tasks"): while the domain has not
+    /// failed a balance, a task ineligible where it is waits when its group's
+    /// cfs_rq on `dst` has entities queued (with PLACE_LAG it would arrive
+    /// ineligible there too).
+    pub(crate) fn ineligible_on_dst(&self, p: TaskId, src: usize, dst: usize, nr_failed: u32) -> bool {
+        if self.version < KernelVersion::V6_18 || nr_failed > 0 || !self.feat.place_lag {
+            return false;
+        }
+        let q = self.task_group[p];
+        self.cfs(q, dst).nr_running > 0 && !self.entity_eligible(q, src, Ent::Task(p))
     }
 
     /// Whether the balancer may move a delayed task (asleep, still queued):

@@ -674,7 +674,7 @@ impl Cfs {
 
     /// `update_sg_wakeup_stats()` walking the group's CPUs that p may use.
     fn sg_wakeup_stats5_walk(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId, p_h_load: u64) -> Sg5 {
-        let mut s = Sg5::empty(gi, g.weight, g.capacity);
+        let mut s = Sg5 { flags: g.flags, cores: g.cores, ..Sg5::empty(gi, g.weight, g.capacity) };
         s.group_weight = 0;
         let p_cpu = (self.se[p].on_rq).then_some(sys.tasks[p].cpu);
         let avg = &self.se[p].avg;

@@ -1141,6 +1141,27 @@ mod tests {
     }
 
     #[test]
+    fn v618_balancer_leaves_an_ineligible_task_while_the_domain_has_not_failed() {
+        for (version, want) in [("6.12", false), ("6.18", true)] {
+            let mut c = eevdf_on(version, "x6-2-20", None);
+            let (a, b, d) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
+            // CPU 0: a at MIN, b 2 ms ahead of it (V = MIN + 1 ms: b ineligible).
+            queue_at(&mut c, a, MIN, MIN + 2_800_000);
+            queue_at(&mut c, b, MIN + 2_000_000, MIN + 4_800_000);
+            assert!(!c.entity_eligible(0, 0, Ent::Task(b)));
+            // An empty destination would take b; CPU 1 with a task queued not.
+            assert!(!c.ineligible_on_dst(b, 0, 1, 0), "{version}: nothing queued on dst");
+            let se = &mut c.se[d];
+            (se.vruntime, se.deadline, se.on_rq) = (MIN, MIN + 2_800_000, true);
+            c.tree_insert(0, 1, Ent::Task(d));
+            c.rq[1].cfs.nr_running += 1;
+            assert_eq!(c.ineligible_on_dst(b, 0, 1, 0), want, "{version}");
+            assert!(!c.ineligible_on_dst(b, 0, 1, 1), "{version}: once the domain failed");
+            assert!(!c.ineligible_on_dst(a, 0, 1, 0), "{version}: a is eligible");
+        }
+    }
+
+    #[test]
     fn only_a_pass_migrating_load_moves_a_delayed_task_from_v614() {
         use crate::cfs::balance::MigrationType::{Load, Task, Util};
         let (v612, v618) = (eevdf_on("6.12", "kvm-2", None), eevdf_on("6.18", "kvm-2", None));

@@ -516,15 +516,21 @@ impl Cfs {
     /// it) leaves still delayed.
     pub fn dequeue_task_fair_flags(&mut self, cpu: usize, p: TaskId, kind: DequeueKind, now: u64) {
         let was_delayed = self.se[p].sched_delayed;
+        if was_delayed {
+            // Already out of the runnable count since its dequeue was delayed
+            // (v6.14+'s `h_nr_runnable`, which the root's runnable signal reads
+            // while the levels are updated): it leaves the delayed count first.
+            self.rq[cpu].nr_delayed -= 1;
+        }
         if !self.dequeue_entities(cpu, Ent::Task(p), kind, now) {
             self.rq[cpu].nr_delayed += 1;
             self.scan.mark(cpu);
-            self.nr_total -= 1;
+            if !was_delayed {
+                self.nr_total -= 1;
+            }
             return;
         }
         if was_delayed {
-            // Already out of the runnable count since its dequeue was delayed.
-            self.rq[cpu].nr_delayed -= 1;
             self.scan.mark(cpu);
         } else {
             self.nr_total -= 1;
