@@ -512,27 +512,6 @@ impl Cfs {
         if busiest.group_type == GroupType::Imbalanced || busiest.group_type == GroupType::SmtBalance {
             return (MigrationType::Task, 1);
         }
-        if local.group_type == GroupType::HasSpare && self.version >= KernelVersion::V6_6 {
-            if busiest.group_type > GroupType::FullyBusy && sd_flags & SD_SHARE_PKG_RESOURCES == 0 {
-                let imbalance = local.group_capacity.max(local.group_util) - local.group_util;
-                if idle != IdleType::NotIdle && imbalance == 0 {
-                    return (MigrationType::Task, 1);
-                }
-                return (MigrationType::Util, imbalance);
-            }
-            // v6.6+: spread by tasks per core, or even out idle CPUs (unsigned int
-            // arithmetic as before: fewer idle CPUs locally wraps to a huge count,
-            // which `max_t(long, 0, ..)` keeps); halved after the NUMA allowance.
-            let mut imbalance = if busiest.group_weight == 1 || prefer_sibling {
-                sibling_imbalance(idle, busiest, local)
-            } else {
-                u64::from((local.idle_cpus as u32).wrapping_sub(busiest.idle_cpus as u32))
-            };
-            if sd_flags & SD_NUMA != 0 {
-                imbalance = adjust_numa_imbalance_v518(imbalance, local.sum_nr_running + 1, imb_numa_nr);
-            }
-            return (MigrationType::Task, imbalance >> 1);
-        }
         if local.group_type == GroupType::HasSpare {
             if busiest.group_type > GroupType::FullyBusy && sd_flags & SD_SHARE_PKG_RESOURCES == 0 {
                 // Fill the local group's spare capacity with utilisation.
@@ -541,6 +520,21 @@ impl Cfs {
                     return (MigrationType::Task, 1);
                 }
                 return (MigrationType::Util, imbalance);
+            }
+            if self.version >= KernelVersion::V6_6 {
+                // v6.6+: spread by tasks per core, or even out idle CPUs (unsigned
+                // int arithmetic as before: fewer idle CPUs locally wraps to a huge
+                // count, which `max_t(long, 0, ..)` keeps); halved after v5.18's
+                // NUMA allowance.
+                let mut imbalance = if busiest.group_weight == 1 || prefer_sibling {
+                    sibling_imbalance(idle, busiest, local)
+                } else {
+                    u64::from((local.idle_cpus as u32).wrapping_sub(busiest.idle_cpus as u32))
+                };
+                if sd_flags & SD_NUMA != 0 {
+                    imbalance = adjust_numa_imbalance_v518(imbalance, local.sum_nr_running + 1, imb_numa_nr);
+                }
+                return (MigrationType::Task, imbalance >> 1);
             }
             let mut imbalance = if busiest.group_weight == 1 || prefer_sibling {
                 busiest.sum_nr_running.saturating_sub(local.sum_nr_running) >> 1

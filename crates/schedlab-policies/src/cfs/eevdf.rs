@@ -782,6 +782,19 @@ mod tests {
         (a, b)
     }
 
+    /// Nice-0 tasks a and b enqueued on CPU 0; a runs 2 ms (V = 1 ms, a 1 ms past
+    /// it) and sleeps: delayed from v6.12, gone in v6.6.
+    fn sleep_after_running_2ms(c: &mut Cfs) -> (TaskId, TaskId) {
+        let (a, b) = (add_task(c, 0), add_task(c, 0));
+        c.enqueue_task_fair(0, a, true, false, 0);
+        c.enqueue_task_fair(0, b, true, false, 0);
+        c.tree_remove(0, 0, Ent::Task(a));
+        c.rq[0].cfs.curr = Some(Ent::Task(a));
+        c.se[a].vruntime += 2_000_000;
+        c.dequeue_task_fair_flags(0, a, DequeueKind::Sleep, 0);
+        (a, b)
+    }
+
     /// Makes queued `p` CPU 0's running entity, as a fresh pick.
     fn run(c: &mut Cfs, p: TaskId) {
         c.tree_remove(0, 0, Ent::Task(p));
@@ -984,14 +997,9 @@ mod tests {
     fn v619_wakeup_check_dequeues_a_delayed_pick_and_picks_again() {
         for (features, want) in [(None, false), (Some("WAKEUP_PREEMPT_619"), true)] {
             let mut c = eevdf_on("6.18", "x6-2-20", features);
-            let (a, b, w) = (add_task(&mut c, 0), add_task(&mut c, 0), add_task(&mut c, 0));
-            c.enqueue_task_fair(0, a, true, false, 0);
-            c.enqueue_task_fair(0, b, true, false, 0);
             // a runs 2 ms and sleeps ineligible: delayed, back in the tree.
-            c.tree_remove(0, 0, Ent::Task(a));
-            c.rq[0].cfs.curr = Some(Ent::Task(a));
-            c.se[a].vruntime += 2_000_000;
-            c.dequeue_task_fair_flags(0, a, DequeueKind::Sleep, 0);
+            let (a, b) = sleep_after_running_2ms(&mut c);
+            let w = add_task(&mut c, 0);
             assert!(c.se[a].sched_delayed);
             c.rq[0].cfs.curr = None;
             c.tree_insert(0, 0, Ent::Task(a));
@@ -1016,13 +1024,7 @@ mod tests {
         use crate::cfs::scan::GroupSums;
         for (version, runnable, counted) in [("6.6", 1024, 2), ("6.12", 0, 2), ("6.18", 0, 1)] {
             let mut c = eevdf_on(version, "x6-2-20", None);
-            let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
-            c.enqueue_task_fair(0, a, true, false, 0);
-            c.enqueue_task_fair(0, b, true, false, 0);
-            c.tree_remove(0, 0, Ent::Task(a));
-            c.rq[0].cfs.curr = Some(Ent::Task(a));
-            c.se[a].vruntime += 2_000_000;
-            c.dequeue_task_fair_flags(0, a, DequeueKind::Sleep, 0);
+            let (a, b) = sleep_after_running_2ms(&mut c);
             // v6.6 has no delayed dequeue: a left, b alone is queued and runnable.
             let (queued, counted) = if version == "6.6" { (1, 1) } else { (2, counted) };
             assert_eq!(c.se_runnable_ent(Ent::Task(a)), if version == "6.6" { 1024 } else { runnable }, "{version}");
@@ -1044,14 +1046,7 @@ mod tests {
             [("6.12", None, true), ("6.12", Some("NO_DELAY_DEQUEUE"), false), ("6.6", None, false)]
         {
             let mut c = eevdf_on(version, "x6-2-20", features);
-            let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
-            c.enqueue_task_fair(0, a, true, false, 0);
-            c.enqueue_task_fair(0, b, true, false, 0);
-            c.tree_remove(0, 0, Ent::Task(a));
-            c.rq[0].cfs.curr = Some(Ent::Task(a));
-            // a ran 2 ms: V = 1 ms, a is 1 ms past it.
-            c.se[a].vruntime += 2_000_000;
-            c.dequeue_task_fair_flags(0, a, DequeueKind::Sleep, 0);
+            let (a, _) = sleep_after_running_2ms(&mut c);
             assert_eq!((c.se[a].on_rq, c.se[a].sched_delayed), (delayed, delayed), "{version} {features:?}");
             assert_eq!(SchedClass::nr_running(&c, 0), 1);
             assert_eq!(c.rq[0].cfs.h_nr_running, 1 + usize::from(delayed));
