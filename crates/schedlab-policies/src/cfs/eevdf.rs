@@ -1024,7 +1024,7 @@ mod tests {
         use crate::cfs::scan::GroupSums;
         for (version, runnable, counted) in [("6.6", 1024, 2), ("6.12", 0, 2), ("6.18", 0, 1)] {
             let mut c = eevdf_on(version, "x6-2-20", None);
-            let (a, b) = sleep_after_running_2ms(&mut c);
+            let (a, _) = sleep_after_running_2ms(&mut c);
             // v6.6 has no delayed dequeue: a left, b alone is queued and runnable.
             let (queued, counted) = if version == "6.6" { (1, 1) } else { (2, counted) };
             assert_eq!(c.se_runnable_ent(Ent::Task(a)), if version == "6.6" { 1024 } else { runnable }, "{version}");
