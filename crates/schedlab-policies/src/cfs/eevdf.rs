@@ -517,6 +517,14 @@ impl Cfs {
         }
         let is_curr = self.cfs(q, cpu).curr == Some(e);
         self.update_entity_lag(q, cpu, e);
+        // REWEIGHT_KEEPS_VPROT (6.18.y): `vprot` is a field of its own (v6.19's
+        // "Separate se->vlag from se->vprot") and a protected running entity
+        // keeps its protection, relative to its vruntime and scaled as its lag.
+        let keep = self.feat.reweight_keeps_vprot;
+        let rel_vprot = (keep && is_curr && self.protect_slice(e)).then(|| {
+            let se = self.ent(e);
+            i128::from(se.vprot.wrapping_sub(se.vruntime) as i64)
+        });
         let (old, new) = (i128::from(old_weight), i128::from(new_weight.max(1)));
         let se = self.ent_mut(e);
         se.vlag = (i128::from(se.vlag) * old / new) as i64;
@@ -527,10 +535,12 @@ impl Cfs {
         self.cfs_mut(q, cpu).nr_running -= 1;
         self.place_entity_eevdf(q, cpu, e, false);
         self.cfs_mut(q, cpu).nr_running += 1;
-        if is_curr {
-            // `vprot` shares its storage with `vlag` (a union in struct
+        let se = self.ent_mut(e);
+        if let Some(rel) = rel_vprot {
+            se.vprot = se.vruntime.wrapping_add((rel * old / new) as i64 as u64);
+        } else if is_curr && !keep {
+            // v6.18.0: `vprot` shares its storage with `vlag` (a union in struct
             // sched_entity): saving the lag of the running entity overwrote it.
-            let se = self.ent_mut(e);
             se.vprot = se.vlag as u64;
         }
     }
@@ -973,6 +983,30 @@ mod tests {
             c.se[p].load = LoadWeight::new(w5);
             c.reweight_queued_eevdf(0, 0, Ent::Task(p), v_before, w0, w5);
             assert_eq!((c.se[p].vruntime, c.se[p].deadline), (want_v, want_d), "{version}");
+        }
+    }
+
+    #[test]
+    fn v618y_reweight_keeps_the_running_entitys_protection() {
+        let w0 = LoadWeight::for_nice(0, crate::cfs::weights::LoadRes::HIGH).weight;
+        let w5 = LoadWeight::for_nice(-5, crate::cfs::weights::LoadRes::HIGH).weight;
+        for (features, protected) in [(None, false), (Some("REWEIGHT_KEEPS_VPROT"), true)] {
+            let mut c = eevdf_on("6.18", "x6-2-20", features);
+            let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
+            queue_at(&mut c, a, MIN, MIN + 2_800_000);
+            queue_at(&mut c, b, MIN, MIN + 2_800_000);
+            run(&mut c, a);
+            // a has run 1 ms of its protection (up to MIN + 2.8 ms) and goes to
+            // nice -5: 1.8 ms of protection left, 1.8 ms x 1024/3121 = 590579
+            // after the re-placement.
+            c.se[a].vruntime = MIN + 1_000_000;
+            let v_before = c.avg_vruntime(0, 0);
+            c.se[a].load = LoadWeight::new(w5);
+            c.reweight_queued_eevdf(0, 0, Ent::Task(a), v_before, w0, w5);
+            assert_eq!(c.protect_slice(Ent::Task(a)), protected, "{features:?}");
+            if protected {
+                assert_eq!(c.se[a].vprot - c.se[a].vruntime, 590_579);
+            }
         }
     }
 

@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 32] = [
+const NAMES: [&str; 33] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -36,6 +36,7 @@ const NAMES: [&str; 32] = [
     "YIELD_FORFEIT",
     "NI_RANDOM",
     "WAKEUP_PREEMPT_619",
+    "REWEIGHT_KEEPS_VPROT",
     "HOST_VCPU_PACK",
     "HOST_DEQUEUE_DELAYED_BUSY",
     "HOST_VCPU_PACK_IDLE",
@@ -120,6 +121,12 @@ pub struct Features {
     /// picks again, and the running entity's protection is trimmed after every
     /// check that does not preempt.
     pub wakeup_preempt_619: bool,
+    /// Not a features.h name: `reweight_entity()` as a 6.18.35 tree has it
+    /// (with v6.19's 6b6d09f274bd "Separate se->vlag from se->vprot"): a
+    /// running entity reweighted while protected keeps its protection, relative
+    /// to its vruntime and scaled by old/new weight, instead of v6.18.0's union
+    /// overwriting `vprot` with the lag just saved.
+    pub reweight_keeps_vprot: bool,
     /// Not upstream: the placement of this project's hosts' kernel
     /// (`sched_vcpu_pack=15` on a vendor 6.18.44), inferred from their traces, not
     /// read from source: a woken task stays on its previous CPU instead of being
@@ -195,6 +202,7 @@ impl Features {
             yield_forfeit: false,
             ni_random: false,
             wakeup_preempt_619: false,
+            reweight_keeps_vprot: false,
             host_vcpu_pack: false,
             host_dequeue_delayed_busy: false,
             host_vcpu_pack_idle: false,
@@ -216,7 +224,7 @@ impl Features {
             "SIS_UTIL" => eevdf,
             // Stable-branch changes, offered where a release's .y took them.
             "NEWIDLE_COST_BUMP" => matches!(self.version, V6_12 | V6_18),
-            "YIELD_FORFEIT" | "NI_RANDOM" | "WAKEUP_PREEMPT_619" => self.version == V6_18,
+            "YIELD_FORFEIT" | "NI_RANDOM" | "WAKEUP_PREEMPT_619" | "REWEIGHT_KEEPS_VPROT" => self.version == V6_18,
             // A host's non-upstream placement, inferred from its traces.
             "HOST_VCPU_PACK" | "HOST_DEQUEUE_DELAYED_BUSY" | "HOST_VCPU_PACK_IDLE" => self.version == V6_18,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
@@ -273,6 +281,7 @@ impl Features {
             "YIELD_FORFEIT" => &mut self.yield_forfeit,
             "NI_RANDOM" => &mut self.ni_random,
             "WAKEUP_PREEMPT_619" => &mut self.wakeup_preempt_619,
+            "REWEIGHT_KEEPS_VPROT" => &mut self.reweight_keeps_vprot,
             "HOST_VCPU_PACK" => &mut self.host_vcpu_pack,
             "HOST_DEQUEUE_DELAYED_BUSY" => &mut self.host_dequeue_delayed_busy,
             "HOST_VCPU_PACK_IDLE" => &mut self.host_vcpu_pack_idle,
