@@ -127,8 +127,9 @@ pub fn policy_for_release(release: &str) -> Option<&'static str> {
 /// (docs/policies/eevdf.md, "Stable backports"): 6.18.2+ forfeits the vruntime
 /// on yield (79104becf42b), 6.18.3+ has the newidle cost bump reverted
 /// (d206fbad9328), and a 6.18.35 tree has v6.19's proportional newidle balance
-/// (NI_RANDOM), wakeup-preemption rework (WAKEUP_PREEMPT_619) and a reweight
-/// that keeps the running entity's protection (REWEIGHT_KEEPS_VPROT), taken from
+/// (NI_RANDOM), wakeup-preemption rework (WAKEUP_PREEMPT_619), a reweight that
+/// keeps the running entity's protection (REWEIGHT_KEEPS_VPROT) and a lag clamp
+/// of the longest queued slice plus a tick (LAG_CLAMP_MAX_SLICE), taken from
 /// 6.18.35 on (the first sublevel read with them). Only for a 6.18 release
 /// modelled by eevdf@6.18.
 pub fn stable_switches(release: &str, policy: &str) -> &'static str {
@@ -141,7 +142,7 @@ pub fn stable_switches(release: &str, policy: &str) -> &'static str {
         0 | 1 => "",
         2 => "+YIELD_FORFEIT",
         3..=34 => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT",
-        _ => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+REWEIGHT_KEEPS_VPROT",
+        _ => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+REWEIGHT_KEEPS_VPROT+LAG_CLAMP_MAX_SLICE",
     }
 }
 
@@ -180,7 +181,7 @@ mod tests {
         assert_eq!(policy_for_release("unknown"), None);
         assert_eq!(
             stable_switches("6.18.44-fc-v669", "eevdf@6.18"),
-            "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+REWEIGHT_KEEPS_VPROT"
+            "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+REWEIGHT_KEEPS_VPROT+LAG_CLAMP_MAX_SLICE"
         );
         assert_eq!(stable_switches("6.18.34", "eevdf@6.18"), "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT");
         assert_eq!(stable_switches("6.18.2", "eevdf@6.18"), "+YIELD_FORFEIT");

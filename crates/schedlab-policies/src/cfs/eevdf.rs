@@ -108,14 +108,30 @@ impl Cfs {
 
     /// `update_entity_lag()`: `vlag = V - vruntime`, clamped to the lag of
     /// `max(2 slices, TICK_NSEC)` of real time in `e`'s virtual time (the tick is
-    /// the run's `tick_ns`).
+    /// the run's `tick_ns`); with LAG_CLAMP_MAX_SLICE, of the longest queued
+    /// slice plus a tick.
     pub fn update_entity_lag(&mut self, q: usize, cpu: usize, e: Ent) {
         let lag = self.avg_vruntime(q, cpu).wrapping_sub(self.ent(e).vruntime) as i64;
         let res = self.res;
         let tick = self.tick_ns;
+        // LAG_CLAMP_MAX_SLICE (6.18.y): the longest slice queued here (the
+        // running entity's and the tree's augmented `max_slice`) plus a tick.
+        let span = if self.feat.lag_clamp_max_slice {
+            self.cfs_rq_max_slice(q, cpu).max(self.ent(e).slice_ns) + tick
+        } else {
+            (2 * self.ent(e).slice_ns).max(tick)
+        };
         let se = self.ent_mut(e);
-        let limit = calc_delta_fair((2 * se.slice_ns).max(tick), &mut se.load, res) as i64;
+        let limit = calc_delta_fair(span, &mut se.load, res) as i64;
         se.vlag = lag.clamp(-limit, limit);
+    }
+
+    /// `cfs_rq_max_slice()` (6.18.y): the longest slice of the running entity
+    /// (if queued) and of the tree.
+    fn cfs_rq_max_slice(&self, q: usize, cpu: usize) -> u64 {
+        let cfs = self.cfs(q, cpu);
+        let curr = cfs.curr.filter(|&c| self.ent(c).on_rq).map_or(0, |c| self.ent(c).slice_ns);
+        curr.max(cfs.queued_slices.last().map_or(0, |&(s, _)| s))
     }
 
     /// The slice `e` gets: its custom slice (v6.12+) or `sysctl_sched_base_slice`.
@@ -881,6 +897,22 @@ mod tests {
         assert_eq!(c.se[a].vlag, 6_000_000);
         c.update_entity_lag(0, 0, Ent::Task(b));
         assert_eq!(c.se[b].vlag, -6_000_000);
+    }
+
+    #[test]
+    fn v618y_lag_clamp_is_the_longest_slice_and_a_tick() {
+        for (features, limit) in [(None, 6_000_000), (Some("LAG_CLAMP_MAX_SLICE"), 7_000_000)] {
+            let mut c = eevdf_on("6.18", "x6-2-20", features);
+            let (a, b) = (add_task(&mut c, 0), add_task(&mut c, 0));
+            // Slices of 3 ms, a tick of 4 ms: max(2 x 3, 4) = 6 ms before,
+            // 3 + 4 = 7 ms in 6.18.y.
+            c.se[a].slice_ns = 3_000_000;
+            c.se[b].slice_ns = 3_000_000;
+            queue_at(&mut c, a, MIN, MIN + 3_000_000);
+            queue_at(&mut c, b, MIN + 100_000_000, MIN + 103_000_000);
+            c.update_entity_lag(0, 0, Ent::Task(a));
+            assert_eq!(c.se[a].vlag, limit, "{features:?}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 33] = [
+const NAMES: [&str; 34] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -37,6 +37,7 @@ const NAMES: [&str; 33] = [
     "NI_RANDOM",
     "WAKEUP_PREEMPT_619",
     "REWEIGHT_KEEPS_VPROT",
+    "LAG_CLAMP_MAX_SLICE",
     "HOST_VCPU_PACK",
     "HOST_DEQUEUE_DELAYED_BUSY",
     "HOST_VCPU_PACK_IDLE",
@@ -127,6 +128,11 @@ pub struct Features {
     /// to its vruntime and scaled by old/new weight, instead of v6.18.0's union
     /// overwriting `vprot` with the lag just saved.
     pub reweight_keeps_vprot: bool,
+    /// Not a features.h name: `update_entity_lag()` as a 6.18.35 tree has it:
+    /// the lag is clamped to the longest slice queued on the cfs_rq plus a tick
+    /// (`cfs_rq_max_slice()`, an augmented `max_slice` in the tree), not to
+    /// `max(2 x own slice, TICK_NSEC)`.
+    pub lag_clamp_max_slice: bool,
     /// Not upstream: the placement of this project's hosts' kernel
     /// (`sched_vcpu_pack=15` on a vendor 6.18.44), inferred from their traces, not
     /// read from source: a woken task stays on its previous CPU instead of being
@@ -203,6 +209,7 @@ impl Features {
             ni_random: false,
             wakeup_preempt_619: false,
             reweight_keeps_vprot: false,
+            lag_clamp_max_slice: false,
             host_vcpu_pack: false,
             host_dequeue_delayed_busy: false,
             host_vcpu_pack_idle: false,
@@ -224,7 +231,9 @@ impl Features {
             "SIS_UTIL" => eevdf,
             // Stable-branch changes, offered where a release's .y took them.
             "NEWIDLE_COST_BUMP" => matches!(self.version, V6_12 | V6_18),
-            "YIELD_FORFEIT" | "NI_RANDOM" | "WAKEUP_PREEMPT_619" | "REWEIGHT_KEEPS_VPROT" => self.version == V6_18,
+            "YIELD_FORFEIT" | "NI_RANDOM" | "WAKEUP_PREEMPT_619" | "REWEIGHT_KEEPS_VPROT" | "LAG_CLAMP_MAX_SLICE" => {
+                self.version == V6_18
+            }
             // A host's non-upstream placement, inferred from its traces.
             "HOST_VCPU_PACK" | "HOST_DEQUEUE_DELAYED_BUSY" | "HOST_VCPU_PACK_IDLE" => self.version == V6_18,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
@@ -282,6 +291,7 @@ impl Features {
             "NI_RANDOM" => &mut self.ni_random,
             "WAKEUP_PREEMPT_619" => &mut self.wakeup_preempt_619,
             "REWEIGHT_KEEPS_VPROT" => &mut self.reweight_keeps_vprot,
+            "LAG_CLAMP_MAX_SLICE" => &mut self.lag_clamp_max_slice,
             "HOST_VCPU_PACK" => &mut self.host_vcpu_pack,
             "HOST_DEQUEUE_DELAYED_BUSY" => &mut self.host_dequeue_delayed_busy,
             "HOST_VCPU_PACK_IDLE" => &mut self.host_vcpu_pack_idle,
