@@ -113,6 +113,24 @@ impl PipeAccess {
     }
 }
 
+/// A read or write system call: its channel, its byte count, its direction.
+#[derive(Clone, Copy, Debug)]
+struct RwCall {
+    chan: crate::program::ChanId,
+    bytes: u64,
+    write: bool,
+}
+
+impl RwCall {
+    fn of(op: &Op) -> Option<RwCall> {
+        match *op {
+            Op::Write { chan, bytes } => Some(RwCall { chan, bytes, write: true }),
+            Op::Read { chan, bytes } => Some(RwCall { chan, bytes, write: false }),
+            _ => None,
+        }
+    }
+}
+
 /// Run settings that are not the policy's.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -1507,10 +1525,11 @@ impl Engine {
                 self.exec[p].refill_ns = owed;
                 return;
             }
-            let cost = self.op_cost(op, false) + self.pipe_page_ns(op, p, true);
-            let access = Self::pipe_access(op);
-            let cost = cost + self.pipe_mutex_ns(cpu, p, access, wait, cost) + self.ipc_extra_ns(cpu, access);
-            self.start_segment(cpu, p, wait + cost, true);
+            let cost = match RwCall::of(op) {
+                Some(rw) => self.rw_attempt_ns(cpu, p, rw, wait, true),
+                None => wait + self.op_body_ns(op),
+            };
+            self.start_segment(cpu, p, cost, true);
             return;
         }
         let mut guard = 0u32;
@@ -1565,10 +1584,11 @@ impl Engine {
                             return;
                         }
                     }
-                    let cost = self.op_cost(&op, true) + self.pipe_page_ns(&op, p, false);
                     let entry = self.sys.cost.syscall_ns;
-                    let access = Self::pipe_access(&op);
-                    let cost = cost + self.pipe_mutex_ns(cpu, p, access, entry, cost - entry) + self.ipc_extra_ns(cpu, access);
+                    let cost = match RwCall::of(&op) {
+                        Some(rw) => self.rw_attempt_ns(cpu, p, rw, entry, false),
+                        None => entry + self.op_body_ns(&op),
+                    };
                     let e = &mut self.exec[p];
                     e.op = Some(op);
                     e.first_attempt = true;
@@ -1777,39 +1797,55 @@ impl Engine {
 
     // ---------------------------------------------------------------- system calls
 
-    /// CPU time of one attempt at `op`. The entry/exit cost is paid once per call; a
-    /// retry after blocking re-runs the body.
-    fn op_cost(&self, op: &Op, first: bool) -> u64 {
+    /// The kernel time of a system call's body other than a read or write (those
+    /// are `rw_attempt_ns()`'s), without the system-call entry. A retry after
+    /// blocking runs the body again.
+    fn op_body_ns(&self, op: &Op) -> u64 {
         let c = &self.sys.cost;
-        let entry = if first { c.syscall_ns } else { 0 };
-        let body = match *op {
-            Op::Write { chan, bytes } | Op::Read { chan, bytes } => {
-                let is_write = matches!(op, Op::Write { .. });
-                let fixed = match (&self.chans.get(chan), is_write) {
-                    // On kernels whose pipes stamp the inode's times
-                    // (`stamps_pipe_times()`), a call that can move data as the
-                    // pipe stands when it starts also pays a write's
-                    // `file_update_time()` or a read's `file_accessed()`
-                    // (`pipe_write()` L607 / `pipe_read()` L407 of v6.12's
-                    // fs/pipe.c); one that waits first stamps on its retry.
-                    (Some(Channel::Pipe(pipe)), true) if pipe.stamps_times && !pipe.full() => c.pipe_op_ns + c.pipe_mtime_ns,
-                    (Some(Channel::Pipe(pipe)), false) if pipe.stamps_times && pipe.readable() => c.pipe_op_ns + c.pipe_atime_ns,
-                    (Some(Channel::Pipe(_)), _) => c.pipe_op_ns,
-                    (Some(Channel::Unix(_)), true) => c.unix_send_ns,
-                    (Some(Channel::Unix(_)), false) => c.unix_recv_ns,
-                    (Some(Channel::Tcp(_)), true) => c.tcp_send_ns,
-                    (Some(Channel::Tcp(_)), false) => c.tcp_recv_ns,
-                    (None, _) => 0,
-                };
-                fixed + c.copy_ns(bytes)
-            }
+        match *op {
             Op::Fork { kind: ForkKind::Process, .. } => c.fork_ns,
             Op::Fork { kind: ForkKind::Thread, .. } => c.clone_ns,
             Op::Exit => c.exit_ns,
             Op::Kernel { ns } | Op::Exec { ns } => ns,
             _ => 0,
-        };
-        entry + body
+        }
+    }
+
+    /// The CPU time of one attempt at read or write `rw` by `p` on `cpu`, a retry
+    /// after a wait if `retry`: `entry_ns` first (the system-call
+    /// entry, or on a retry the woken waiter's own cost), then the body (the
+    /// channel's own work and the copy; a pipe's pages), then what sharing the
+    /// channel adds. A pipe's sharing reserves its mutex until the call's end
+    /// (`pipe_mutex_taken_ns()`) before its cold footprint is added; a socket's
+    /// records this end's CPU (`unix_extra_ns()`).
+    fn rw_attempt_ns(&mut self, cpu: usize, p: TaskId, rw: RwCall, entry_ns: u64, retry: bool) -> u64 {
+        let RwCall { chan, bytes, write } = rw;
+        let c = &self.sys.cost;
+        let copy_ns = c.copy_ns(bytes);
+        match self.chans.get(chan) {
+            Some(Channel::Pipe(pipe)) => {
+                // On kernels whose pipes stamp the inode's times
+                // (`stamps_pipe_times()`), a call that can move data as the
+                // pipe stands when it starts also pays a write's
+                // `file_update_time()` or a read's `file_accessed()`
+                // (`pipe_write()` L607 / `pipe_read()` L407 of v6.12's
+                // fs/pipe.c); one that waits first stamps on its retry.
+                let fixed = match write {
+                    true if pipe.stamps_times && !pipe.full() => c.pipe_op_ns + c.pipe_mtime_ns,
+                    false if pipe.stamps_times && pipe.readable() => c.pipe_op_ns + c.pipe_atime_ns,
+                    _ => c.pipe_op_ns,
+                };
+                let body = fixed + copy_ns + self.pipe_page_ns(pipe, p, rw, retry);
+                let access = if write { PipeAccess::Write { chan } } else { PipeAccess::Read { chan, bytes } };
+                entry_ns + body + self.pipe_mutex_taken_ns(cpu, p, access, entry_ns, body) + self.pipe_cold_ns(access)
+            }
+            Some(Channel::Unix(_)) => {
+                let fixed = if write { c.unix_send_ns } else { c.unix_recv_ns };
+                entry_ns + fixed + copy_ns + self.unix_extra_ns(cpu, chan, write)
+            }
+            Some(Channel::Tcp(_)) => entry_ns + if write { c.tcp_send_ns } else { c.tcp_recv_ns } + copy_ns,
+            None => entry_ns + copy_ns,
+        }
     }
 
     /// What a pipe read or write pays for the pages of the slots it takes or
@@ -1819,30 +1855,22 @@ impl Engine {
     /// Inline test, out-of-line body: called at every step, it usually finds
     /// nothing to do (the event loop is sensitive to what the compiler inlines).
     #[inline]
-    fn pipe_page_ns(&self, op: &Op, p: TaskId, retry: bool) -> u64 {
+    fn pipe_page_ns(&self, pipe: &Pipe, p: TaskId, rw: RwCall, retry: bool) -> u64 {
         let c = &self.sys.cost;
-        if c.pipe_page_alloc_ns == 0 && c.pipe_page_free_ns == 0 {
+        if (c.pipe_page_alloc_ns == 0 && c.pipe_page_free_ns == 0) || pipe.tmp_page_slots == 0 {
             return 0;
         }
-        self.pipe_page_charged_ns(op, p, retry)
+        self.pipe_page_charged_ns(pipe, p, rw, retry)
     }
 
     /// [`Self::pipe_page_ns`] on a machine that charges pipe pages.
-    fn pipe_page_charged_ns(&self, op: &Op, p: TaskId, retry: bool) -> u64 {
+    fn pipe_page_charged_ns(&self, pipe: &Pipe, p: TaskId, rw: RwCall, retry: bool) -> u64 {
         let c = &self.sys.cost;
-        match *op {
-            Op::Write { chan, bytes } => match self.chans.get(chan) {
-                Some(Channel::Pipe(pipe)) if pipe.tmp_page_slots > 0 => {
-                    let left = bytes - self.exec[p].op_progress;
-                    pipe.write_page_allocs(left, retry) * c.pipe_page_alloc_ns
-                }
-                _ => 0,
-            },
-            Op::Read { chan, bytes } => match self.chans.get(chan) {
-                Some(Channel::Pipe(pipe)) if pipe.tmp_page_slots > 0 => pipe.read_page_frees(bytes) * c.pipe_page_free_ns,
-                _ => 0,
-            },
-            _ => 0,
+        if rw.write {
+            let left = rw.bytes - self.exec[p].op_progress;
+            pipe.write_page_allocs(left, retry) * c.pipe_page_alloc_ns
+        } else {
+            pipe.read_page_frees(rw.bytes) * c.pipe_page_free_ns
         }
     }
 
@@ -1868,23 +1896,10 @@ impl Engine {
     /// preempted inside, the kernel being non-preemptible there) and then queue
     /// in arrival order; and the pipe's lines come from the cache of the CPU that
     /// used it last. `entry_ns` is the system-call entry before the lock is taken
-    /// (0 on a retry), `body_ns` the locked part (the pipe work and the copy).
-    /// Returns the spin plus the line transfers, and reserves the mutex until
-    /// this call's end. A spinner that is asked to reschedule sleeps on the mutex
-    /// instead; that is not modelled (it spins on).
-    /// Inline test, out-of-line body: called at every step, it usually finds
-    /// nothing to do (the event loop is sensitive to what the compiler inlines).
-    #[inline]
-    fn pipe_mutex_ns(&mut self, cpu: usize, p: TaskId, access: Option<PipeAccess>, entry_ns: u64, body_ns: u64) -> u64 {
-        match access {
-            Some(access) if matches!(self.chans.get(access.chan()), Some(Channel::Pipe(_))) => {
-                self.pipe_mutex_taken_ns(cpu, p, access, entry_ns, body_ns)
-            }
-            _ => 0,
-        }
-    }
-
-    /// [`Self::pipe_mutex_ns`] of a pipe call.
+    /// (or a woken waiter's own cost), `body_ns` the locked part (the pipe work and
+    /// the copy). Returns the spin plus the line transfers, and reserves the mutex
+    /// until this call's end. A spinner that is asked to reschedule sleeps on the
+    /// mutex instead; that is not modelled (it spins on).
     fn pipe_mutex_taken_ns(&mut self, cpu: usize, p: TaskId, access: PipeAccess, entry_ns: u64, body_ns: u64) -> u64 {
         let chan = access.chan();
         let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
@@ -1898,22 +1913,18 @@ impl Engine {
         spin + transfer
     }
 
-    /// What a pipe or AF_UNIX read or write pays beyond what op_cost() and the
-    /// pipe's line model charge. For a pipe, the cold footprint; for a socket,
-    /// what an AF_UNIX send or receive pays beyond its one-CPU cache-hot cost:
-    /// when the other end last used the socket on another core (its lines and
-    /// its skbs are in that core's cache), and when the data queued in all
-    /// AF_UNIX sockets has pushed them out of the caches. Records this end's CPU.
-    fn ipc_extra_ns(&mut self, cpu: usize, access: Option<PipeAccess>) -> u64 {
-        let Some(access) = access else { return 0 };
-        if let Some(Channel::Pipe(_)) = self.chans.get(access.chan()) {
-            return self.pipe_cold_ns(access);
-        }
-        let Some(Channel::Unix(u)) = self.chans.get(access.chan()) else { return 0 };
+    /// What an AF_UNIX send or receive on `chan` pays beyond its one-CPU
+    /// cache-hot cost: when the other end last used the socket on another core
+    /// (its lines and its skbs are in that core's cache), and when the data queued
+    /// in all AF_UNIX sockets has pushed them out of the caches. Records this
+    /// end's CPU.
+    fn unix_extra_ns(&mut self, cpu: usize, chan: crate::program::ChanId, write: bool) -> u64 {
+        let Some(Channel::Unix(u)) = self.chans.get(chan) else { return 0 };
         let c = &self.sys.cost;
-        let (peer, extra, cold) = match access {
-            PipeAccess::Write { .. } => (u.last_recv_cpu, c.unix_send_remote_ns, c.unix_send_cold_ns),
-            PipeAccess::Read { .. } => (u.last_send_cpu, c.unix_recv_remote_ns, c.unix_recv_cold_ns),
+        let (peer, extra, cold) = if write {
+            (u.last_recv_cpu, c.unix_send_remote_ns, c.unix_send_cold_ns)
+        } else {
+            (u.last_send_cpu, c.unix_recv_remote_ns, c.unix_recv_cold_ns)
         };
         // line_ns is 0 on the same core, one line within the LLC, a remote one across.
         let remote = match self.line_ns(peer, cpu) {
@@ -1926,13 +1937,13 @@ impl Engine {
         } else {
             (cold as u128 * self.unix_queued_bytes.min(c.unix_cold_bytes) as u128 / c.unix_cold_bytes as u128) as u64
         };
-        let ns = remote + cold;
-        let Some(Channel::Unix(u)) = self.chans.get_mut(access.chan()) else { return 0 };
-        match access {
-            PipeAccess::Write { .. } => u.last_send_cpu = Some(cpu),
-            PipeAccess::Read { .. } => u.last_recv_cpu = Some(cpu),
+        let Some(Channel::Unix(u)) = self.chans.get_mut(chan) else { return 0 };
+        if write {
+            u.last_send_cpu = Some(cpu);
+        } else {
+            u.last_recv_cpu = Some(cpu);
         }
-        ns
+        remote + cold
     }
 
     /// The bytes `ch` holds towards the cache footprint of queued data: (AF_UNIX
@@ -2138,6 +2149,7 @@ impl Engine {
                 match io {
                     IoOutcome::Done(_) => {
                         result = OpResult::Bytes(bytes);
+                        discard_plain(op);
                         Outcome::Continue
                     }
                     IoOutcome::Partial(n) => {
@@ -2168,6 +2180,7 @@ impl Engine {
                 match io {
                     IoOutcome::Done(n) | IoOutcome::Partial(n) => {
                         result = OpResult::Bytes(n);
+                        discard_plain(op);
                         Outcome::Continue
                     }
                     IoOutcome::Blocked => {
@@ -2548,6 +2561,16 @@ impl Engine {
             irq_off: self.sys.irq.clone(),
         }
     }
+}
+
+/// Lets go of a read or write that is done, without `Op`'s drop glue: the glue
+/// (for the program `Fork` carries and the path of `JoinGroup`) is too large to
+/// be inlined, and the event loop's hottest path would call it for every read
+/// and write, which own nothing.
+#[inline(always)]
+fn discard_plain(op: Op) {
+    debug_assert!(matches!(op, Op::Read { .. } | Op::Write { .. }));
+    std::mem::forget(op);
 }
 
 /// Wall time to do `work_ns` of alone work at `speed_pm` per mille.
