@@ -126,12 +126,14 @@ pub fn policy_for_release(release: &str) -> Option<&'static str> {
 /// The stable-branch switches of `policy` that a release's sublevel has
 /// (docs/policies/eevdf.md, "Stable backports"): 6.18.2+ forfeits the vruntime
 /// on yield (79104becf42b), 6.18.3+ has the newidle cost bump reverted
-/// (d206fbad9328), and a 6.18.35 tree has v6.19's proportional newidle balance
-/// (NI_RANDOM), wakeup-preemption rework (WAKEUP_PREEMPT_619), a reweight that
-/// keeps the running entity's protection (REWEIGHT_KEEPS_VPROT) and a lag clamp
-/// of the longest queued slice plus a tick (LAG_CLAMP_MAX_SLICE), taken from
-/// 6.18.35 on (the first sublevel read with them). Only for a 6.18 release
-/// modelled by eevdf@6.18.
+/// (d206fbad9328); a 6.18.35 tree has v6.19's proportional newidle balance
+/// (NI_RANDOM), wakeup-preemption rework (WAKEUP_PREEMPT_619) and a lag clamp of
+/// the longest queued slice plus a tick (LAG_CLAMP_MAX_SLICE), taken from
+/// 6.18.35 on (the first sublevel read with them); 6.18.39 counts only a task's
+/// allowed CPUs in the slow path's group statistics (SG_WAKEUP_ALLOWED,
+/// 82d6e01a0699); the reweight that keeps the running entity's protection
+/// (REWEIGHT_KEEPS_VPROT) works once `vlag` and `vprot` are separate fields, in
+/// the pushes after 6.18.44. Only for a 6.18 release modelled by eevdf@6.18.
 pub fn stable_switches(release: &str, policy: &str) -> &'static str {
     let sub: u32 =
         release.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).nth(2).and_then(|p| p.parse().ok()).unwrap_or(0);
@@ -142,7 +144,11 @@ pub fn stable_switches(release: &str, policy: &str) -> &'static str {
         0 | 1 => "",
         2 => "+YIELD_FORFEIT",
         3..=34 => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT",
-        _ => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+REWEIGHT_KEEPS_VPROT+LAG_CLAMP_MAX_SLICE",
+        35..=38 => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+LAG_CLAMP_MAX_SLICE",
+        39..=44 => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+LAG_CLAMP_MAX_SLICE+SG_WAKEUP_ALLOWED",
+        _ => {
+            "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+LAG_CLAMP_MAX_SLICE+SG_WAKEUP_ALLOWED+REWEIGHT_KEEPS_VPROT"
+        }
     }
 }
 
@@ -181,8 +187,13 @@ mod tests {
         assert_eq!(policy_for_release("unknown"), None);
         assert_eq!(
             stable_switches("6.18.44-fc-v669", "eevdf@6.18"),
-            "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+REWEIGHT_KEEPS_VPROT+LAG_CLAMP_MAX_SLICE"
+            "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+LAG_CLAMP_MAX_SLICE+SG_WAKEUP_ALLOWED"
         );
+        assert_eq!(
+            stable_switches("6.18.38", "eevdf@6.18"),
+            "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+LAG_CLAMP_MAX_SLICE"
+        );
+        assert!(stable_switches("6.18.45", "eevdf@6.18").ends_with("+SG_WAKEUP_ALLOWED+REWEIGHT_KEEPS_VPROT"));
         assert_eq!(stable_switches("6.18.34", "eevdf@6.18"), "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT");
         assert_eq!(stable_switches("6.18.2", "eevdf@6.18"), "+YIELD_FORFEIT");
         assert_eq!(stable_switches("6.18.0", "eevdf@6.18"), "");

@@ -169,6 +169,64 @@ fn numa_fork_spread_leaves_the_node_at_a_quarter_of_the_domain() {
     }
 }
 
+/// Two LLCs of three CPUs ({0,1,2} and {3,4,5}): hogs pinned to CPUs 4 and 5,
+/// the main task on CPU 0 pinned to {0, 3}, forking a child (which inherits the
+/// mask). Returns the CPU the child first runs on. Counted over every CPU of
+/// each group, the main task's LLC has two idle CPUs against one, so the fork
+/// stays there, on CPU 0, the only one the child may use; counted over the
+/// allowed CPUs only, that LLC has none idle and the other has CPU 3.
+fn cpu_of_pinned_fork(policy: &str) -> usize {
+    use schedlab_core::cpuset::CpuSet;
+    let only = |cpus: &[usize]| {
+        let mut s = CpuSet::new(6);
+        for &c in cpus {
+            s.set(c);
+        }
+        s
+    };
+    let hog = move |cpu: usize| {
+        FnProgram::new(move |step, _last: OpResult, _rng: &mut _| match step {
+            0 => Op::SetAffinity { cpus: only(&[cpu]) },
+            1 => Op::Compute { ns: 20_000_000 },
+            _ => Op::Exit,
+        })
+    };
+    let probe =
+        FnProgram::new(|step, _last: OpResult, _rng: &mut _| if step == 0 { Op::Compute { ns: 100_000 } } else { Op::Exit });
+    let mut probe = Some(probe);
+    let main = FnProgram::new(move |step, _last, _rng: &mut _| match step {
+        0 => Op::Fork { kind: ForkKind::Process, comm: Some("hog".into()), program: Box::new(hog(4)) },
+        1 => Op::Fork { kind: ForkKind::Process, comm: Some("hog".into()), program: Box::new(hog(5)) },
+        // Let the hogs reach their CPUs.
+        2 => Op::Sleep { ns: 2_000_000 },
+        3 => Op::SetAffinity { cpus: only(&[0, 3]) },
+        4 => Op::Fork { kind: ForkKind::Process, comm: Some("probe".into()), program: Box::new(probe.take().unwrap()) },
+        5..=7 => Op::WaitChild,
+        _ => Op::Exit,
+    });
+    let policy = schedlab_policies::policy_by_name(policy, &[]).unwrap();
+    let cfg = RunConfig { seed: 3, check: true, ..RunConfig::default() };
+    let mut e = Engine::new(Topology::parse("1x2x3x1").unwrap(), broadwell(), policy, cfg, "main", Box::new(main));
+    let first = std::rc::Rc::new(std::cell::RefCell::new(std::collections::BTreeMap::new()));
+    e.set_trace(Box::new(FirstCpu(first.clone())));
+    let r = e.run();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    // Task ids: main 0, the hogs 1 and 2, the probe 3.
+    let cpu = first.borrow()[&3];
+    cpu
+}
+
+#[test]
+fn the_fork_path_counts_every_cpu_of_a_group_until_6_18_39() {
+    // `find_idlest_group()` (v4.19) and `update_sg_wakeup_stats()` (v5.10 to
+    // v6.18.38) walk the group's whole span; 6.18.39's backport of 82d6e01a0699
+    // only the CPUs the task may use.
+    for policy in ["cfs@4.19", "cfs@5.15", "eevdf@6.18"] {
+        assert_eq!(cpu_of_pinned_fork(policy), 0, "{policy}");
+    }
+    assert_eq!(cpu_of_pinned_fork("eevdf@6.18+SG_WAKEUP_ALLOWED"), 3);
+}
+
 /// pft on the 80-CPU Cascade Lake at a quarter of the seed's region (the 1-thread
 /// run takes ~11.6 s instead of 46 s): elapsed seconds of cfs@5.10 and
 /// cfs@5.10+NUMA_FORK_SPREAD.

@@ -46,8 +46,8 @@ fn switches_off_run_clean_too() {
         "eevdf@6.12+NO_DELAY_ZERO+NO_PLACE_REL_DEADLINE",
         "eevdf@6.6+NO_RUN_TO_PARITY+NO_PLACE_LAG",
         "eevdf@6.18+NO_RUN_TO_PARITY+NO_PICK_BUDDY+NEXT_BUDDY",
-        // The 6.18.y stable switches, as the hosts' model takes them.
-        "eevdf@6.18+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+REWEIGHT_KEEPS_VPROT+LAG_CLAMP_MAX_SLICE",
+        // Every 6.18.y stable switch at once.
+        "eevdf@6.18+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+REWEIGHT_KEEPS_VPROT+LAG_CLAMP_MAX_SLICE+SG_WAKEUP_ALLOWED",
     ] {
         for w in WORKLOADS {
             let r = common::run("2x1x4x2", policy, w, 3);

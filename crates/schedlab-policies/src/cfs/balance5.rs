@@ -630,8 +630,8 @@ impl Cfs {
     /// gone (`task_running_on_cpu()`).
     /// `p_h_load` is `task_h_load(p)`, what `cpu_load_without()` takes off.
     fn sg_wakeup_stats5(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId, p_h_load: u64) -> Sg5 {
-        if sys.tasks[p].allowed.is_none() {
-            // Every CPU of the group allowed: the group's running sums, less
+        if sys.tasks[p].allowed.is_none() || !self.feat.sg_wakeup_allowed {
+            // Every CPU of the group counted: the group's running sums, less
             // p's part on its own CPU (the loop below, without walking the group).
             let s = self.sg_wakeup_stats5_from_sums(sys, gi, g, pct, p, p_h_load);
             debug_assert_eq!(
@@ -666,17 +666,19 @@ impl Cfs {
         s.classified_for_wakeup(pct)
     }
 
-    /// `update_sg_wakeup_stats()` walking the group's CPUs that p may use.
+    /// `update_sg_wakeup_stats()` walking the group's CPUs: every one
+    /// (`for_each_cpu()` over the group's span, v5.10-v6.18.38), or with
+    /// SG_WAKEUP_ALLOWED (6.18.39+) those p may use (`for_each_cpu_and()` with
+    /// `p->cpus_ptr`).
     fn sg_wakeup_stats5_walk(&self, sys: &System, gi: usize, g: &SchedGroup, pct: u64, p: TaskId, p_h_load: u64) -> Sg5 {
         let mut s = Sg5 { flags: g.flags, cores: g.cores, ..Sg5::empty(gi, g.weight, g.capacity) };
-        s.group_weight = 0;
+        let only_allowed = self.feat.sg_wakeup_allowed;
         let p_cpu = (self.se[p].on_rq).then_some(sys.tasks[p].cpu);
         let avg = &self.se[p].avg;
-        for i in g.span_runs.iter().flat_map(|run| run.clone()).filter(|&i| sys.tasks[p].can_run_on(i)) {
+        for i in g.span_runs.iter().flat_map(|run| run.clone()).filter(|&i| !only_allowed || sys.tasks[p].can_run_on(i)) {
             #[cfg(debug_assertions)]
             self.debug_check_scan_row(sys, i);
             let row = self.scan.row(i);
-            s.group_weight += 1;
             let local = p_cpu == Some(i);
             let without = |v: u64, mine: u64| if local { v.saturating_sub(mine) } else { v };
             s.group_load += without(row.load_avg, p_h_load);
@@ -691,9 +693,8 @@ impl Cfs {
                 s.idle_cpus += 1;
             }
         }
-        // The kernel's group_weight is the whole group's; the loop above only counts
-        // CPUs p may use, which is the same for the shipped (unpinned) workloads.
-        s.group_weight = g.weight;
+        // group_weight stays the whole group's (`sgs->group_weight =
+        // group->group_weight`), whichever CPUs the loop counted.
         s.classified_for_wakeup(pct)
     }
 

@@ -533,9 +533,10 @@ impl Cfs {
         }
         let is_curr = self.cfs(q, cpu).curr == Some(e);
         self.update_entity_lag(q, cpu, e);
-        // REWEIGHT_KEEPS_VPROT (6.18.y): `vprot` is a field of its own (v6.19's
-        // "Separate se->vlag from se->vprot") and a protected running entity
-        // keeps its protection, relative to its vruntime and scaled as its lag.
+        // REWEIGHT_KEEPS_VPROT (6.18.y after 6.18.44): `vprot` is a field of its
+        // own (v6.19's "Separate se->vlag from se->vprot") and a protected
+        // running entity keeps its protection, relative to its vruntime and
+        // scaled as its lag.
         let keep = self.feat.reweight_keeps_vprot;
         let rel_vprot = (keep && is_curr && self.protect_slice(e)).then(|| {
             let se = self.ent(e);

@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 34] = [
+const NAMES: [&str; 35] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -38,6 +38,7 @@ const NAMES: [&str; 34] = [
     "WAKEUP_PREEMPT_619",
     "REWEIGHT_KEEPS_VPROT",
     "LAG_CLAMP_MAX_SLICE",
+    "SG_WAKEUP_ALLOWED",
     "HOST_VCPU_PACK",
     "HOST_DEQUEUE_DELAYED_BUSY",
     "HOST_VCPU_PACK_IDLE",
@@ -122,17 +123,26 @@ pub struct Features {
     /// picks again, and the running entity's protection is trimmed after every
     /// check that does not preempt.
     pub wakeup_preempt_619: bool,
-    /// Not a features.h name: `reweight_entity()` as a 6.18.35 tree has it
-    /// (with v6.19's 6b6d09f274bd "Separate se->vlag from se->vprot"): a
-    /// running entity reweighted while protected keeps its protection, relative
-    /// to its vruntime and scaled by old/new weight, instead of v6.18.0's union
-    /// overwriting `vprot` with the lag just saved.
+    /// Not a features.h name: `reweight_entity()` as 6.18.y has it once
+    /// `vlag` and `vprot` are fields of their own (6b6d09f274bd "Separate
+    /// se->vlag from se->vprot", v6.19; in 6.18.y after 6.18.44): a running
+    /// entity reweighted while protected keeps its protection, relative to its
+    /// vruntime and scaled by old/new weight, instead of v6.18.0's union
+    /// overwriting `vprot` with the lag just saved. (6.18.35-6.18.44 carry the
+    /// reweight code but still the union, which overwrites `vprot` before the
+    /// code reads it: v6.18.0's behaviour.)
     pub reweight_keeps_vprot: bool,
     /// Not a features.h name: `update_entity_lag()` as a 6.18.35 tree has it:
     /// the lag is clamped to the longest slice queued on the cfs_rq plus a tick
     /// (`cfs_rq_max_slice()`, an augmented `max_slice` in the tree), not to
     /// `max(2 x own slice, TICK_NSEC)`.
     pub lag_clamp_max_slice: bool,
+    /// Not a features.h name: `update_sg_wakeup_stats()` as 6.18.39 took it
+    /// from 82d6e01a0699 ("Only update stats for allowed CPUs when looking for
+    /// dst group"): the slow path's group statistics (load, utilisation, tasks,
+    /// idle CPUs) count only the CPUs the task may run on; before, every CPU of
+    /// the group (v4.19 to v6.18.38).
+    pub sg_wakeup_allowed: bool,
     /// Not upstream: the placement of this project's hosts' kernel
     /// (`sched_vcpu_pack=15` on a vendor 6.18.44), inferred from their traces, not
     /// read from source: a woken task stays on its previous CPU instead of being
@@ -210,6 +220,7 @@ impl Features {
             wakeup_preempt_619: false,
             reweight_keeps_vprot: false,
             lag_clamp_max_slice: false,
+            sg_wakeup_allowed: false,
             host_vcpu_pack: false,
             host_dequeue_delayed_busy: false,
             host_vcpu_pack_idle: false,
@@ -231,9 +242,12 @@ impl Features {
             "SIS_UTIL" => eevdf,
             // Stable-branch changes, offered where a release's .y took them.
             "NEWIDLE_COST_BUMP" => matches!(self.version, V6_12 | V6_18),
-            "YIELD_FORFEIT" | "NI_RANDOM" | "WAKEUP_PREEMPT_619" | "REWEIGHT_KEEPS_VPROT" | "LAG_CLAMP_MAX_SLICE" => {
-                self.version == V6_18
-            }
+            "YIELD_FORFEIT"
+            | "NI_RANDOM"
+            | "WAKEUP_PREEMPT_619"
+            | "REWEIGHT_KEEPS_VPROT"
+            | "LAG_CLAMP_MAX_SLICE"
+            | "SG_WAKEUP_ALLOWED" => self.version == V6_18,
             // A host's non-upstream placement, inferred from its traces.
             "HOST_VCPU_PACK" | "HOST_DEQUEUE_DELAYED_BUSY" | "HOST_VCPU_PACK_IDLE" => self.version == V6_18,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
@@ -292,6 +306,7 @@ impl Features {
             "WAKEUP_PREEMPT_619" => &mut self.wakeup_preempt_619,
             "REWEIGHT_KEEPS_VPROT" => &mut self.reweight_keeps_vprot,
             "LAG_CLAMP_MAX_SLICE" => &mut self.lag_clamp_max_slice,
+            "SG_WAKEUP_ALLOWED" => &mut self.sg_wakeup_allowed,
             "HOST_VCPU_PACK" => &mut self.host_vcpu_pack,
             "HOST_DEQUEUE_DELAYED_BUSY" => &mut self.host_dequeue_delayed_busy,
             "HOST_VCPU_PACK_IDLE" => &mut self.host_vcpu_pack_idle,

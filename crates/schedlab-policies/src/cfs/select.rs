@@ -600,7 +600,9 @@ impl Cfs {
             }
             let local = span.contains(this_cpu);
             let (mut avg_load, mut runnable_load, mut max_spare) = (0u64, 0u64, 0u64);
-            for i in span.iter().filter(|&c| sys.tasks[p].can_run_on(c)) {
+            // Every CPU of the group, allowed or not (`for_each_cpu()` over the
+            // span); only the group itself must hold an allowed one.
+            for i in span.iter() {
                 scanned += 1;
                 // Bias toward the local group: its CPUs at their low estimate.
                 runnable_load += if local { self.source_load(i, load_idx) } else { self.target_load(i, load_idx) };
