@@ -98,21 +98,6 @@ const PIPE_STRUCT_LINES: u64 = 3;
 /// Bytes in a cache line.
 const CACHE_LINE_BYTES: u64 = 64;
 
-/// A read or write of a channel, for the pipe cost model.
-#[derive(Clone, Copy, Debug)]
-enum PipeAccess {
-    Write { chan: crate::program::ChanId },
-    Read { chan: crate::program::ChanId, bytes: u64 },
-}
-
-impl PipeAccess {
-    fn chan(self) -> crate::program::ChanId {
-        match self {
-            PipeAccess::Write { chan } | PipeAccess::Read { chan, .. } => chan,
-        }
-    }
-}
-
 /// A read or write system call: its channel, its byte count, its direction.
 #[derive(Clone, Copy, Debug)]
 struct RwCall {
@@ -1836,8 +1821,7 @@ impl Engine {
                     _ => c.pipe_op_ns,
                 };
                 let body = fixed + copy_ns + self.pipe_page_ns(pipe, p, rw, retry);
-                let access = if write { PipeAccess::Write { chan } } else { PipeAccess::Read { chan, bytes } };
-                entry_ns + body + self.pipe_mutex_taken_ns(cpu, p, access, entry_ns, body) + self.pipe_cold_ns(access)
+                entry_ns + body + self.pipe_mutex_taken_ns(cpu, p, rw, entry_ns, body) + self.pipe_cold_ns(rw)
             }
             Some(Channel::Unix(_)) => {
                 let fixed = if write { c.unix_send_ns } else { c.unix_recv_ns };
@@ -1874,21 +1858,6 @@ impl Engine {
         }
     }
 
-    /// A read or write as the pipe cost model sees it (whether the channel is a
-    /// pipe is checked where it is charged).
-    fn pipe_access(op: &Op) -> Option<PipeAccess> {
-        match *op {
-            Op::Write { chan, .. } => Some(PipeAccess::Write { chan }),
-            Op::Read { chan, bytes } => Some(PipeAccess::Read { chan, bytes }),
-            _ => None,
-        }
-    }
-
-    /// The channel of a read or write (whether it is a pipe's, its users check).
-    fn pipe_of(op: &Op) -> Option<crate::program::ChanId> {
-        Self::pipe_access(op).map(PipeAccess::chan)
-    }
-
     /// What a pipe read or write pays beyond its cache-hot cost for sharing the
     /// pipe: `pipe_read()`/`pipe_write()` (fs/pipe.c, v5.15) run under
     /// `__pipe_lock()`, so concurrent callers on other CPUs wait for the mutex,
@@ -1900,11 +1869,11 @@ impl Engine {
     /// the copy). Returns the spin plus the line transfers, and reserves the mutex
     /// until this call's end. A spinner that is asked to reschedule sleeps on the
     /// mutex instead; that is not modelled (it spins on).
-    fn pipe_mutex_taken_ns(&mut self, cpu: usize, p: TaskId, access: PipeAccess, entry_ns: u64, body_ns: u64) -> u64 {
-        let chan = access.chan();
+    fn pipe_mutex_taken_ns(&mut self, cpu: usize, p: TaskId, rw: RwCall, entry_ns: u64, body_ns: u64) -> u64 {
+        let chan = rw.chan;
         let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return 0 };
         let arrive = self.sys.now_ns + self.sys.pending_overhead_ns[cpu] + self.exec[p].refill_ns + entry_ns;
-        let transfer = PIPE_STRUCT_LINES * self.line_ns(pipe.last_cpu, cpu) + self.pipe_data_lines_ns(cpu, pipe, access);
+        let transfer = PIPE_STRUCT_LINES * self.line_ns(pipe.last_cpu, cpu) + self.pipe_data_lines_ns(cpu, pipe, rw);
         let start = arrive.max(pipe.mutex_free_ns);
         let spin = start - arrive;
         let Some(Channel::Pipe(pipe)) = self.chans.get_mut(chan) else { return 0 };
@@ -1976,15 +1945,12 @@ impl Engine {
 
     /// What a pipe read or write pays beyond its cache-hot cost when the pages
     /// queued in all pipes have pushed the pipes out of the caches.
-    fn pipe_cold_ns(&self, access: PipeAccess) -> u64 {
+    fn pipe_cold_ns(&self, rw: RwCall) -> u64 {
         let c = &self.sys.cost;
         if c.pipe_cold_bytes == 0 {
             return 0;
         }
-        let full = match access {
-            PipeAccess::Write { .. } => c.pipe_write_cold_ns,
-            PipeAccess::Read { .. } => c.pipe_read_cold_ns,
-        };
+        let full = if rw.write { c.pipe_write_cold_ns } else { c.pipe_read_cold_ns };
         (full as u128 * self.pipe_queued_bytes.min(c.pipe_cold_bytes) as u128 / c.pipe_cold_bytes as u128) as u64
     }
 
@@ -2027,16 +1993,16 @@ impl Engine {
     /// counted as bytes / 64, in thousandths). A write merges into the line the
     /// newest unread byte's writer left, or, with nothing unread, into the page
     /// the last user of the pipe released (`pipe->tmp_page` is reused).
-    fn pipe_data_lines_ns(&self, cpu: usize, pipe: &Pipe, access: PipeAccess) -> u64 {
-        match access {
-            PipeAccess::Read { bytes, .. } => {
+    fn pipe_data_lines_ns(&self, cpu: usize, pipe: &Pipe, rw: RwCall) -> u64 {
+        match rw {
+            RwCall { write: false, bytes, .. } => {
                 let per_mille: u64 = pipe
                     .unread_writers(bytes)
                     .map(|(n, writer)| n * 1000 * self.line_ns(Some(writer), cpu) / CACHE_LINE_BYTES)
                     .sum();
                 per_mille / 1000
             }
-            PipeAccess::Write { .. } => self.line_ns(pipe.last_writer().or(pipe.last_cpu), cpu),
+            RwCall { write: true, .. } => self.line_ns(pipe.last_writer().or(pipe.last_cpu), cpu),
         }
     }
 
@@ -2070,7 +2036,7 @@ impl Engine {
     /// `pipe_readable()` (a slot holds data) for a reader, `pipe_writable()` (a
     /// free slot, whatever room the last page has) for a writer (fs/pipe.c, v5.15).
     fn pipe_wait_recheck_fails(&self, op: &Op) -> Option<crate::program::ChanId> {
-        let chan = Self::pipe_of(op)?;
+        let chan = RwCall::of(op)?.chan;
         let Some(Channel::Pipe(pipe)) = self.chans.get(chan) else { return None };
         let blocked = if matches!(op, Op::Write { .. }) { pipe.full() } else { !pipe.readable() };
         blocked.then_some(chan)

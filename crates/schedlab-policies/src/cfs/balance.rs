@@ -305,11 +305,8 @@ impl Cfs {
         };
         if avg_idle < gate_ns || !(self.rd_overload || v30) {
             sys.stats[cpu].newidle_skipped += 1;
-            for d in &self.doms[cpu].domains {
-                next_balance = next_balance.min(
-                    d.last_balance_jiffies
-                        + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
-                );
+            for i in 0..self.doms[cpu].domains.len() {
+                next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
             }
         } else {
             if self.reworked_balancer() {
@@ -325,10 +322,7 @@ impl Cfs {
                     continue;
                 }
                 if !v30 && avg_idle < curr_cost + d.max_newidle_lb_cost_ns {
-                    next_balance = next_balance.min(
-                        d.last_balance_jiffies
-                            + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
-                    );
+                    next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
                     break;
                 }
                 if d.flags & SD_BALANCE_NEWIDLE != 0 {
@@ -342,11 +336,7 @@ impl Cfs {
                         weight = 1 + d.newidle_ratio;
                         if d1k > weight {
                             self.doms[cpu].domains[i].update_newidle_stats(0);
-                            let d = &self.doms[cpu].domains[i];
-                            next_balance = next_balance.min(
-                                d.last_balance_jiffies
-                                    + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
-                            );
+                            next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
                             continue;
                         }
                         weight = (1024 + weight / 2) / weight;
@@ -370,11 +360,7 @@ impl Cfs {
                         d.max_newidle_lb_cost_ns = if bump { cost.min(cap) } else { cost };
                     }
                 }
-                let d = &self.doms[cpu].domains[i];
-                next_balance = next_balance.min(
-                    d.last_balance_jiffies
-                        + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, sys.ncpus()),
-                );
+                next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
                 if pulled > 0 || self.rq[cpu].cfs.h_nr_running > 0 {
                     break;
                 }
@@ -429,6 +415,13 @@ impl Cfs {
         let in_pass =
             sys.now_ns < until && waker != cpu && self.llc_id(waker) == self.llc_id(cpu) && sys.tasks[p].slept_at_ns < stamp;
         in_pass.then_some(stamp)
+    }
+
+    /// `update_next_balance()`'s candidate for domain `i` of `cpu` seen from a
+    /// newly idle CPU: its last balance plus its idle (not busy) interval.
+    fn next_balance_of(&self, cpu: usize, i: usize, ncpus: usize) -> u64 {
+        let d = &self.doms[cpu].domains[i];
+        d.last_balance_jiffies + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, ncpus)
     }
 
     /// `get_sd_balance_interval()` (v4.19 L8800, v5.10 L9807), in jiffies.

@@ -781,17 +781,13 @@ fn make_group(
     flags: u32,
     core_of: &[usize],
 ) -> SchedGroup {
-    let mut capacity = 0;
-    let mut seen = vec![0u64; core_of.len() / 64 + 1];
-    let mut cores = 0;
+    let capacity = span.iter().map(|c| caps[c]).sum();
+    // Core ids are below the CPU count.
+    let mut cores_seen = CpuSet::new(core_of.len());
     for c in span.iter() {
-        capacity += caps[c];
-        let (word, bit) = (core_of[c] / 64, 1u64 << (core_of[c] % 64));
-        if seen[word] & bit == 0 {
-            seen[word] |= bit;
-            cores += 1;
-        }
+        cores_seen.set(core_of[c]);
     }
+    let cores = cores_seen.count() as u64;
     let balance_cpu = balance.next_from(0).or_else(|| span.next_from(0)).unwrap_or(0);
     let weight = span.count() as u64;
     let mut span_runs: Vec<std::ops::Range<usize>> = Vec::new();
@@ -963,6 +959,7 @@ pub fn build(topo: &Topology, version: KernelVersion) -> Vec<CpuDomains> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schedlab_core::topology::CpuInfo;
 
     #[test]
     fn groups_carry_their_child_domains_flags_and_cores() {
@@ -1018,7 +1015,6 @@ mod tests {
         sd.update_newidle_stats(4);
         assert_eq!((sd.newidle_call, sd.newidle_success, sd.newidle_ratio), (512, 66, 132));
     }
-    use schedlab_core::topology::CpuInfo;
 
     fn lists(groups: &[SchedGroup]) -> Vec<String> {
         groups.iter().map(|g| g.span.to_list()).collect()

@@ -115,9 +115,10 @@ impl Cfs {
         let res = self.res;
         let tick = self.tick_ns;
         // LAG_CLAMP_MAX_SLICE (6.18.y): the longest slice queued here (the
-        // running entity's and the tree's augmented `max_slice`) plus a tick.
+        // running entity's and the tree's augmented `max_slice`; `e` is one of
+        // them, being queued) plus a tick.
         let span = if self.feat.lag_clamp_max_slice {
-            self.cfs_rq_max_slice(q, cpu).max(self.ent(e).slice_ns) + tick
+            self.cfs_rq_max_slice(q, cpu) + tick
         } else {
             (2 * self.ent(e).slice_ns).max(tick)
         };

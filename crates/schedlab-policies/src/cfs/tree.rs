@@ -91,13 +91,8 @@ mod tests {
     fn keeps_the_order_of_a_btree_set_at_every_size() {
         let mut tree = EntityTree::default();
         let mut reference = BTreeSet::new();
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = schedlab_core::rng::SimRng::new(7, schedlab_core::rng::Stream::Workload);
+        let mut next = move || rng.next_u64();
         for step in 0..20_000u64 {
             // Phases that grow to ~200 entities, shrink to 0, and hover.
             let grow = match (step / 2_000) % 3 {
