@@ -5,6 +5,7 @@ pub mod context1;
 pub mod groupmix;
 pub mod hackbench;
 pub mod make;
+pub mod newidle;
 pub mod params;
 pub mod pft;
 pub mod pipe;
@@ -24,6 +25,7 @@ pub use context1::Context1;
 pub use groupmix::GroupMix;
 pub use hackbench::Hackbench;
 pub use make::Make;
+pub use newidle::NewidleProbe;
 pub use pft::Pft;
 pub use pipe::PipeBench;
 pub use pull::PullProbe;
@@ -40,6 +42,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     (
         "pull",
         "pull [rounds=600] [fresh=0|1] [settle_spin=0|1] [hog_prev=0|1] [hog_waker=0|1] [spin_us=0] [sleep_us=0] [sleep_odd_us=sleep_us] (tools/host-wake-pull's probe: where a sync wakeup puts a wakee whose previous CPU is idle; Linux policies, 2 CPUs or more)",
+    ),
+    (
+        "newidle",
+        "newidle [rounds=200] [sleep_us=20] [run_us=100] [settle_ms=20] (tools/host-newidle's probe: does a CPU going idle pull a waiting task at once; Linux policies, 2 CPUs or more)",
     ),
     ("pft", "pft threads=N mb=M [fault_ns=1000] [fault_bytes=8192] [chunk_pages=1024] (page fault test)"),
     ("schbench", "schbench threads=1 workers=16 [runtime_ms=30000] [warmup_ms=0] [sleep_us=100] [work_us=100] [slice_us=0]"),
@@ -67,6 +73,7 @@ pub enum Workload {
     Hackbench(Hackbench),
     Pipe(PipeBench),
     Pull(PullProbe),
+    Newidle(NewidleProbe),
     Pft(Pft),
     GroupMix(GroupMix),
     Schbench(Schbench),
@@ -97,6 +104,11 @@ impl Workload {
                 let b = PullProbe::from_params(&mut p)?;
                 p.finish("rounds, fresh, settle_spin, hog_prev, hog_waker, spin_us, sleep_us, sleep_odd_us")?;
                 Ok(Workload::Pull(b))
+            }
+            "newidle" => {
+                let b = NewidleProbe::from_params(&mut p)?;
+                p.finish("rounds, sleep_us, run_us, settle_ms")?;
+                Ok(Workload::Newidle(b))
             }
             "pft" => {
                 let b = Pft::from_params(&mut p)?;
@@ -154,6 +166,7 @@ impl Workload {
             Workload::Hackbench(_) => "hackbench",
             Workload::Pipe(_) => "pipe",
             Workload::Pull(_) => "pull",
+            Workload::Newidle(_) => "newidle",
             Workload::Pft(_) => "pft",
             Workload::GroupMix(_) => "groupmix",
             Workload::Schbench(_) => "schbench",
@@ -193,6 +206,9 @@ impl Workload {
                     ("sleep_us", n(b.sleep_us)),
                     ("sleep_odd_us", n(b.sleep_odd_us)),
                 ]
+            }
+            Workload::Newidle(b) => {
+                vec![("rounds", n(b.rounds)), ("sleep_us", n(b.sleep_us)), ("run_us", n(b.run_us)), ("settle_ms", n(b.settle_ms))]
             }
             Workload::Pft(b) => vec![
                 ("threads", n(b.threads)),
@@ -273,6 +289,7 @@ impl Workload {
             Workload::Hackbench(_) => "hackbench",
             Workload::Pipe(_) => "perf",
             Workload::Pull(_) => "pull",
+            Workload::Newidle(_) => "newidle",
             Workload::Pft(_) => "pft",
             Workload::GroupMix(_) => "groupmix",
             Workload::Schbench(_) => "schbench",
@@ -290,6 +307,7 @@ impl Workload {
             Workload::Hackbench(h) => h.main_program(),
             Workload::Pipe(b) => b.main_program(),
             Workload::Pull(b) => b.main_program(),
+            Workload::Newidle(b) => b.main_program(),
             Workload::Pft(b) => b.main_program(),
             Workload::GroupMix(m) => m.main_program(),
             Workload::Schbench(b) => b.main_program(),
@@ -305,12 +323,12 @@ impl Workload {
     /// Whether the workload changes its tasks' CPU affinity while they run
     /// (`sched_setaffinity()`), which only policies that model the move accept.
     pub fn changes_affinity(&self) -> bool {
-        matches!(self, Workload::Pull(_))
+        matches!(self, Workload::Pull(_) | Workload::Newidle(_))
     }
 
-    /// The fewest CPUs the workload needs (the pull probe uses CPUs 0 and 1).
+    /// The fewest CPUs the workload needs (the probes use CPUs 0 and 1).
     pub fn min_cpus(&self) -> usize {
-        if matches!(self, Workload::Pull(_)) {
+        if matches!(self, Workload::Pull(_) | Workload::Newidle(_)) {
             2
         } else {
             1
@@ -344,6 +362,7 @@ impl Workload {
             Workload::Hackbench(h) => h.banner(),
             Workload::Pipe(b) => b.banner(),
             Workload::Pull(b) => b.banner(),
+            Workload::Newidle(b) => b.banner(),
             Workload::Pft(b) => b.banner(),
             Workload::GroupMix(m) => m.banner(),
             Workload::Schbench(b) => b.banner(),
@@ -423,6 +442,18 @@ impl Workload {
                 let [all, even, odd] = PullProbe::pulled_pct(res);
                 vec![("pulled_pct", all), ("pulled_even_pct", even), ("pulled_odd_pct", odd)]
             }
+            Workload::Newidle(_) => {
+                let [at_sleep, later, busy, none] = NewidleProbe::arrivals(res).map(|n| n as f64);
+                vec![
+                    ("arrived_at_sleep", at_sleep),
+                    ("arrived_at_sleep_p50_us", NewidleProbe::at_sleep_p50_us(res)),
+                    ("arrived_later", later),
+                    ("arrived_busy", busy),
+                    ("not_arrived", none),
+                    ("chances_per_round", NewidleProbe::chances_per_round(res)),
+                    ("sleep_mean_us", NewidleProbe::sleep_mean_us(res)),
+                ]
+            }
             Workload::Pft(b) => {
                 let cpu_s: f64 = res.tasks.iter().map(|t| t.run_ns as f64).sum::<f64>() / 1e9;
                 let pages = b.pages() as f64;
@@ -474,6 +505,7 @@ impl Workload {
             Workload::Hackbench(_) => Hackbench::time_line(res),
             Workload::Pipe(b) => b.result_lines(res),
             Workload::Pull(b) => b.result_lines(res),
+            Workload::Newidle(b) => b.result_lines(res),
             Workload::Pft(b) => b.result_lines(res),
             Workload::GroupMix(m) => m.result_lines(res),
             Workload::Schbench(b) => b.result_lines(res),
@@ -515,6 +547,8 @@ mod spec_tests {
             "pull rounds=10 spin_us=20 sleep_us=200 sleep_odd_us=5",
             "pull rounds=10 fresh=1 settle_spin=1 sleep_us=30",
             "pull rounds=10 hog_prev=1 hog_waker=1",
+            "newidle",
+            "newidle rounds=5 sleep_us=50 run_us=30 settle_ms=4",
             "pft threads=3 mb=5",
             "groupmix tasks=5 shares=2",
             "schbench threads=2 workers=3 slice_us=500",
