@@ -282,6 +282,19 @@ pub struct MachineProfile {
     /// tick's phase; absent, 0 (not charged).
     #[serde(default)]
     pub tick_irq_ns: u64,
+    /// Kernel time a system call spends programming the CPU's timer device when
+    /// the timer it arms (nanosleep()) expires before the CPU's next event, the
+    /// tick (`hrtimer_start_range_ns()` → `hrtimer_reprogram()` →
+    /// `clockevents_program_event()`, kernel/time/hrtimer.c and clockevents.c,
+    /// v6.18): on x86 a TSC-deadline MSR write, in a KVM guest without an
+    /// exitless timer a VM exit. The expiry is fixed before the programming, so
+    /// a sleep shorter than it has expired by the time the call would block: the
+    /// task takes the timer interrupt instead and returns without switching.
+    /// `schedlab calibrate` measures it as the time from a sleeper's clock read
+    /// to its switch out, sleeps that expire before the next tick less those
+    /// that expire after it; absent, 0 (not charged).
+    #[serde(default)]
+    pub timer_program_ns: u64,
     /// Extra delay for an idle CPU to leave its idle state (shallow C-state exit)
     /// before it can run the scheduler.
     pub idle_exit_ns: u64,
@@ -398,6 +411,7 @@ impl MachineProfile {
             ipi_latency_ns: 1000,
             ipi_receive_ns: 0,
             tick_irq_ns: 0,
+            timer_program_ns: 0,
             idle_exit_ns: 2000,
             idle_polls: true,
             fork_ns: 50_000,
@@ -485,6 +499,7 @@ impl MachineProfile {
             ("ipi_latency_ns", self.ipi_latency_ns, 0, OP_NS, "ns"),
             ("ipi_receive_ns", self.ipi_receive_ns, 0, OP_NS, "ns"),
             ("tick_irq_ns", self.tick_irq_ns, 0, OP_NS, "ns"),
+            ("timer_program_ns", self.timer_program_ns, 0, OP_NS, "ns"),
             ("idle_exit_ns", self.idle_exit_ns, 0, OP_NS, "ns"),
             ("fork_ns", self.fork_ns, 1, BIG_NS, "ns"),
             ("clone_ns", self.clone_ns, 1, BIG_NS, "ns"),

@@ -239,6 +239,9 @@ struct TaskExec {
     cache_marks: (u64, u64),
     timer_gen: u32,
     timer_fired: bool,
+    /// What arming the current sleep's timer charged (`timer_program_ns` or 0):
+    /// its expiry was fixed before it.
+    timer_arm_ns: u32,
     futex_woken: bool,
     /// Exited process children not yet reaped.
     zombies: VecDeque<TaskId>,
@@ -826,6 +829,7 @@ impl Engine {
             cache_marks: (0, 0),
             timer_gen: 0,
             timer_fired: false,
+            timer_arm_ns: 0,
             futex_woken: false,
             zombies: VecDeque::new(),
             unreaped_children: 0,
@@ -1572,7 +1576,11 @@ impl Engine {
                     let entry = self.sys.cost.syscall_ns;
                     let cost = match RwCall::of(&op) {
                         Some(rw) => self.rw_attempt_ns(cpu, p, rw, entry, false),
-                        None => entry + self.op_body_ns(&op),
+                        None => {
+                            let arm = self.timer_arm_ns(cpu, &op, entry);
+                            self.exec[p].timer_arm_ns = arm;
+                            entry + self.op_body_ns(&op) + u64::from(arm)
+                        }
                     };
                     let e = &mut self.exec[p];
                     e.op = Some(op);
@@ -1785,6 +1793,30 @@ impl Engine {
     /// The kernel time of a system call's body other than a read or write (those
     /// are `rw_attempt_ns()`'s), without the system-call entry. A retry after
     /// blocking runs the body again.
+    /// What a system call's arming of a timer costs: a nanosleep() whose timer
+    /// expires before the CPU's next event, the tick, is the new first hrtimer
+    /// and reprograms the timer device (`hrtimer_start_range_ns()` →
+    /// `hrtimer_reprogram()` → `clockevents_program_event()`, kernel/time/,
+    /// v6.18): `timer_program_ns`. One that expires after the next tick leaves
+    /// the device alone. (Other tasks' timers pending on the CPU, which could
+    /// also come first, are not looked at.) `entry_ns` is the call's entry,
+    /// before the timer is armed.
+    fn timer_arm_ns(&self, cpu: usize, op: &Op, entry_ns: u64) -> u32 {
+        let program_ns = self.sys.cost.timer_program_ns;
+        let Op::Sleep { ns } = *op else { return 0 };
+        if program_ns == 0 {
+            return 0;
+        }
+        let armed_at = self.sys.now_ns + self.sys.pending_overhead_ns[cpu] + entry_ns;
+        let tick = self.sys.tick_ns;
+        let next_tick = (armed_at / tick + 1) * tick;
+        if armed_at.saturating_add(ns) < next_tick {
+            u32::try_from(program_ns).unwrap_or(u32::MAX)
+        } else {
+            0
+        }
+    }
+
     fn op_body_ns(&self, op: &Op) -> u64 {
         let c = &self.sys.cost;
         match *op {
@@ -2171,13 +2203,28 @@ impl Engine {
                 if !first && self.exec[p].timer_fired {
                     Outcome::Continue
                 } else {
+                    // The expiry was fixed as the timer was armed, before the
+                    // timer device was programmed (`timer_arm_ns()`).
                     let e = &mut self.exec[p];
-                    e.timer_fired = false;
-                    e.timer_gen = e.timer_gen.wrapping_add(1);
-                    let ev = EventKind::Timer { task: p as u32, gen: e.timer_gen };
-                    self.queue.push(self.sys.now_ns + ns, ev);
-                    keep = Some(op);
-                    Outcome::Block
+                    let expiry_ns = self.sys.now_ns - u64::from(std::mem::take(&mut e.timer_arm_ns)) + ns;
+                    if expiry_ns <= self.sys.now_ns {
+                        // It expired while the device was programmed: the timer
+                        // interrupt reaches the running task before schedule()
+                        // dequeues it (an interrupt delivered to a running CPU,
+                        // `ipi_latency_ns` and `ipi_receive_ns`), hrtimer_wakeup()
+                        // clears the sleeper's task, and do_nanosleep() returns
+                        // without switching.
+                        let c = &self.sys.cost;
+                        e.seg_remaining = Some((c.ipi_latency_ns + c.ipi_receive_ns, true));
+                        Outcome::Continue
+                    } else {
+                        e.timer_fired = false;
+                        e.timer_gen = e.timer_gen.wrapping_add(1);
+                        let ev = EventKind::Timer { task: p as u32, gen: e.timer_gen };
+                        self.queue.push(expiry_ns, ev);
+                        keep = Some(op);
+                        Outcome::Block
+                    }
                 }
             }
             Op::Fork { kind, comm, program } => {

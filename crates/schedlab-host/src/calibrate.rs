@@ -30,6 +30,7 @@ use crate::counters::TracepointCounter;
 use crate::sys::{
     cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, thread_cpu_ns, write_all,
 };
+use crate::timer_program;
 use schedlab_core::cost::{BackgroundThreads, MachineProfile, MigrationCost, SchedOpCost, TlbProfile};
 
 /// What `schedlab calibrate` was asked for.
@@ -187,6 +188,26 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         }
         Err(e) => {
             notes.estimated(format!("tick_irq_ns = 0: the tick was not measured ({e:#}); not charged"));
+            0
+        }
+    };
+
+    // Arming a timer that expires before the next tick reprograms the timer
+    // device: from a sleeper's clock read to its switch out, such sleeps take
+    // longer than sleeps that expire after the next tick by the programming.
+    let timer_program_ns = match timer_program::measure(host.cpu_a, plan.timer_near_sleeps, plan.timer_far_sleeps) {
+        Ok(t) => {
+            let v = floor(t.program_ns(), 0);
+            notes.measured(format!(
+                "timer_program_ns = {v}: a sleeper on CPU {} from its clock read to its switch out (sched_switch on \
+                 the monotonic trace clock, microsecond text), 50 us sleeps {:.0} ns (median of {}; {} woken \
+                 before they switched) - 12 ms sleeps, which expire after the next tick, {:.0} ns (median of {})",
+                host.cpu_a, t.near_median_ns, t.near_switched, t.near_unswitched, t.far_median_ns, t.far_switched
+            ));
+            v
+        }
+        Err(e) => {
+            notes.estimated(format!("timer_program_ns = 0: not measured ({e}); not charged"));
             0
         }
     };
@@ -843,6 +864,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         ipi_latency_ns,
         ipi_receive_ns,
         tick_irq_ns,
+        timer_program_ns,
         wakeup_remote_ns,
         ipi_send_idle_ns,
         idle_exit_charged_ns,
@@ -1375,6 +1397,9 @@ struct Plan {
     background_ms: u64,
     /// How long a spinner watches for the tick's gaps.
     tick_ms: u64,
+    /// Sleeps of 50 us and of 12 ms timed for `timer_program_ns`.
+    timer_near_sleeps: usize,
+    timer_far_sleeps: usize,
 }
 
 impl Plan {
@@ -1398,6 +1423,8 @@ impl Plan {
                 bw_reps: 2,
                 background_ms: 1_000,
                 tick_ms: 300,
+                timer_near_sleeps: 500,
+                timer_far_sleeps: 40,
             }
         } else {
             Plan {
@@ -1418,6 +1445,8 @@ impl Plan {
                 bw_reps: 5,
                 background_ms: 5_000,
                 tick_ms: 1_000,
+                timer_near_sleeps: 2_000,
+                timer_far_sleeps: 100,
             }
         }
     }

@@ -18,6 +18,7 @@ pub mod record;
 pub mod run;
 pub mod signals;
 mod sys;
+pub mod timer_program;
 pub mod tracefs;
 
 /// A host failure: what was attempted and the operating system's reason.

@@ -59,6 +59,12 @@ impl Instance {
         self.write(&format!("events/sched/{name}/enable"), "1")
     }
 
+    /// Sets the instance's own clock (`trace_clock`: `local`, `mono`, ...): its
+    /// timestamps then compare with that clock's readings in user space.
+    pub fn set_trace_clock(&self, clock: &str) -> Result<(), HostError> {
+        self.write("trace_clock", clock)
+    }
+
     /// The instance's directory.
     pub fn dir(&self) -> &Path {
         &self.dir

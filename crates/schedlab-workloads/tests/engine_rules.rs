@@ -70,6 +70,30 @@ fn sleep_blocks_and_timer_wakes() {
     assert_eq!(t.sched_goidle, 1, "the sleep left the CPU idle once within the window");
 }
 
+/// Arming a timer that expires before the CPU's next tick programs the timer
+/// device (`timer_program_ns`, kernel time in the call); the expiry was fixed
+/// before, so a 50 us sleep still ends 50 us after the call's entry. A sleep
+/// shorter than the programming has expired when the call would block: the
+/// timer interrupt (`ipi_latency_ns` 1000 + `ipi_receive_ns` 0 here) reaches
+/// the task before it switches, and the CPU never idles. A 5 ms sleep expires
+/// after the tick at 4 ms and leaves the device alone.
+#[test]
+fn arming_a_timer_before_the_next_tick_programs_the_device() {
+    let sleep = |ns: u64, timer_program_ns: u64| {
+        let profile = schedlab_core::cost::MachineProfile { timer_program_ns, ..common::unit_profile() };
+        let ops = vec![Op::Mark { label: MARK_START }, Op::Sleep { ns }, Op::Mark { label: MARK_END }];
+        let r = run_script_on("1x1x1x1", profile, ops);
+        (r.elapsed_ns(), r.tasks[0].sys_ns, r.total().sched_goidle)
+    };
+    let (elapsed, sys, idle) = sleep(50_000, 0);
+    assert_eq!((elapsed, idle), (100 + 50_000 + 2000 + 1000, 1));
+    assert_eq!(sleep(50_000, 6_000), (elapsed, sys + 6_000, 1));
+    let (elapsed, _, idle) = sleep(5_000, 6_000);
+    assert_eq!((elapsed, idle), (100 + 6_000 + 1_000, 0), "woken by its own timer before it switched");
+    let (elapsed, sys, idle) = sleep(5_000_000, 0);
+    assert_eq!(sleep(5_000_000, 6_000), (elapsed, sys, idle));
+}
+
 #[test]
 fn pipe_reader_blocks_until_child_writes() {
     // The parent reads from an empty pipe and blocks; its child writes one message
