@@ -303,10 +303,14 @@ impl Cfs {
         } else {
             self.sysctl.migration_cost_ns
         };
+        // v5.16+ ("sched/fair: Wait before decaying max_newidle_lb_cost" and its
+        // series) calls update_next_balance() first in each domain, before the
+        // cost gate; before, after the domain's pass (and at the gate's break).
+        let next_first = self.version.eevdf();
         if avg_idle < gate_ns || !(self.rd_overload || v30) {
             sys.stats[cpu].newidle_skipped += 1;
-            for i in 0..self.doms[cpu].domains.len() {
-                next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
+            if let Some(t) = self.skipped_newidle_next_balance(cpu, sys.ncpus()) {
+                next_balance = next_balance.min(t);
             }
         } else {
             if self.reworked_balancer() {
@@ -321,8 +325,14 @@ impl Cfs {
                 if !self.sd_balances(d.flags) {
                     continue;
                 }
-                if !v30 && avg_idle < curr_cost + d.max_newidle_lb_cost_ns {
+                if next_first {
                     next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
+                }
+                let d = &self.doms[cpu].domains[i];
+                if !v30 && avg_idle < curr_cost + d.max_newidle_lb_cost_ns {
+                    if !next_first {
+                        next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
+                    }
                     break;
                 }
                 if d.flags & SD_BALANCE_NEWIDLE != 0 {
@@ -336,7 +346,6 @@ impl Cfs {
                         weight = 1 + d.newidle_ratio;
                         if d1k > weight {
                             self.doms[cpu].domains[i].update_newidle_stats(0);
-                            next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
                             continue;
                         }
                         weight = (1024 + weight / 2) / weight;
@@ -360,7 +369,9 @@ impl Cfs {
                         d.max_newidle_lb_cost_ns = if bump { cost.min(cap) } else { cost };
                     }
                 }
-                next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
+                if !next_first {
+                    next_balance = next_balance.min(self.next_balance_of(cpu, i, sys.ncpus()));
+                }
                 if pulled > 0 || self.rq[cpu].cfs.h_nr_running > 0 {
                     break;
                 }
@@ -417,9 +428,20 @@ impl Cfs {
         in_pass.then_some(stamp)
     }
 
+    /// The next balance a newly idle CPU that skips balancing notes: its lowest
+    /// domain's (`this_rq->sd`, v3.11-v6.18: `idle_balance()` /
+    /// `sched_balance_newidle()` call `update_next_balance()` for it alone),
+    /// none in v3.0, which returns before looking at any.
+    pub(crate) fn skipped_newidle_next_balance(&self, cpu: usize, ncpus: usize) -> Option<u64> {
+        if self.version == KernelVersion::V3_0 || self.doms[cpu].domains.is_empty() {
+            return None;
+        }
+        Some(self.next_balance_of(cpu, 0, ncpus))
+    }
+
     /// `update_next_balance()`'s candidate for domain `i` of `cpu` seen from a
     /// newly idle CPU: its last balance plus its idle (not busy) interval.
-    fn next_balance_of(&self, cpu: usize, i: usize, ncpus: usize) -> u64 {
+    pub(crate) fn next_balance_of(&self, cpu: usize, i: usize, ncpus: usize) -> u64 {
         let d = &self.doms[cpu].domains[i];
         d.last_balance_jiffies + self.balance_interval_jiffies(d.balance_interval_ms, d.busy_factor, false, ncpus)
     }

@@ -1508,6 +1508,22 @@ mod tests {
     }
 
     #[test]
+    fn a_skipped_newidle_pass_notes_only_the_lowest_domains_next_balance() {
+        for version in ["4.19", "5.15"] {
+            let mut c = cfs_version_on(version, "x6-2-20", None, &[]);
+            // SMT then MC on x6-2-20; the MC domain is due long before the SMT one.
+            assert_eq!(c.doms[0].domains.len(), 2);
+            c.doms[0].domains[0].last_balance_jiffies = 1_000;
+            c.doms[0].domains[1].last_balance_jiffies = 10;
+            let lowest = c.next_balance_of(0, 0, 20);
+            assert!(c.next_balance_of(0, 1, 20) < lowest);
+            assert_eq!(c.skipped_newidle_next_balance(0, 20), Some(lowest), "{version}");
+        }
+        let c = cfs_version_on("3.0", "x6-2-20", None, &[]);
+        assert_eq!(c.skipped_newidle_next_balance(0, 20), None);
+    }
+
+    #[test]
     fn period_scales_past_nr_latency() {
         let c = cfs_on("x6-2-20", None, &[]);
         // ≥ 8 CPUs: latency 24 ms, min_granularity 3 ms, nr_latency 8.
