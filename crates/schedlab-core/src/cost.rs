@@ -291,8 +291,8 @@ pub struct MachineProfile {
     /// a sleep shorter than it has expired by the time the call would block: the
     /// task takes the timer interrupt instead and returns without switching.
     /// `schedlab calibrate` measures it as the time from a sleeper's clock read
-    /// to its switch out, sleeps that expire before the next tick less those
-    /// that expire after it; absent, 0 (not charged).
+    /// to its switch out, for sleeps of half a tick: those that expire before
+    /// the next tick less those that expire after it; absent, 0 (not charged).
     #[serde(default)]
     pub timer_program_ns: u64,
     /// Extra delay for an idle CPU to leave its idle state (shallow C-state exit)

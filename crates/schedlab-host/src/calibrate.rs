@@ -175,8 +175,10 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
             None
         }
     };
+    let mut tick_hz = None;
     let tick_irq_ns = match tick_irq(host.cpu_a, plan.tick_ms) {
         Ok(t) => {
+            tick_hz = Some(t.hz);
             let v = floor(t.median_ns, 1);
             notes.measured(format!(
                 "tick_irq_ns = {v}: median of the {} gaps a clock-reading spinner on CPU {} saw at the tick's \
@@ -193,16 +195,24 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     };
 
     // Arming a timer that expires before the next tick reprograms the timer
-    // device: from a sleeper's clock read to its switch out, such sleeps take
-    // longer than sleeps that expire after the next tick by the programming.
-    let timer_program_ns = match timer_program::measure(host.cpu_a, plan.timer_near_sleeps, plan.timer_far_sleeps) {
+    // device: sleeps of half a tick period from a sleeper's clock read to its
+    // switch out fall in two groups, apart by the programming.
+    let tick_ns = 1_000_000_000 / tick_hz.unwrap_or(250);
+    let timer_program_ns = match timer_program::measure(host.cpu_a, plan.timer_sleeps, tick_ns) {
         Ok(t) => {
             let v = floor(t.program_ns(), 0);
             notes.measured(format!(
-                "timer_program_ns = {v}: a sleeper on CPU {} from its clock read to its switch out (sched_switch on \
-                 the monotonic trace clock, microsecond text), 50 us sleeps {:.0} ns (median of {}; {} woken \
-                 before they switched) - 12 ms sleeps, which expire after the next tick, {:.0} ns (median of {})",
-                host.cpu_a, t.near_median_ns, t.near_switched, t.near_unswitched, t.far_median_ns, t.far_switched
+                "timer_program_ns = {v}: a sleeper on CPU {} sleeping {} us (half a tick) from its clock read to \
+                 its switch out (sched_switch on the monotonic trace clock, microsecond text): {} sleeps took \
+                 {:.0} ns (median; the timer came first and was programmed), {} took {:.0} ns (the tick came \
+                 first), {} were woken before they switched",
+                host.cpu_a,
+                t.sleep_ns / 1000,
+                t.slow,
+                t.slow_median_ns,
+                t.fast,
+                t.fast_median_ns,
+                t.unswitched
             ));
             v
         }
@@ -1397,9 +1407,8 @@ struct Plan {
     background_ms: u64,
     /// How long a spinner watches for the tick's gaps.
     tick_ms: u64,
-    /// Sleeps of 50 us and of 12 ms timed for `timer_program_ns`.
-    timer_near_sleeps: usize,
-    timer_far_sleeps: usize,
+    /// Sleeps of half a tick timed for `timer_program_ns`.
+    timer_sleeps: usize,
 }
 
 impl Plan {
@@ -1423,8 +1432,7 @@ impl Plan {
                 bw_reps: 2,
                 background_ms: 1_000,
                 tick_ms: 300,
-                timer_near_sleeps: 500,
-                timer_far_sleeps: 40,
+                timer_sleeps: 100,
             }
         } else {
             Plan {
@@ -1445,8 +1453,7 @@ impl Plan {
                 bw_reps: 5,
                 background_ms: 5_000,
                 tick_ms: 1_000,
-                timer_near_sleeps: 2_000,
-                timer_far_sleeps: 100,
+                timer_sleeps: 400,
             }
         }
     }

@@ -2,15 +2,19 @@
 //! (`MachineProfile::timer_program_ns`).
 //!
 //! A thread pinned to one CPU spins 100 us (so its tick runs), reads the clock and
-//! calls nanosleep() (timer slack 1 ns), over and over, while a private tracefs
-//! instance records its switches out on the monotonic clock. A sleep of 50 us
-//! expires before the CPU's next tick, so arming it reprograms the timer device
-//! (`hrtimer_reprogram()`); one longer than a tick period expires after the next
-//! tick, which stays the device's first event. Everything else on the way from
-//! the clock read to the switch out (the system call's entry, `hrtimer_start()`'s
-//! own work, the dequeue, `__schedule()` up to the tracepoint) is the same for
-//! both, so the difference of the two medians is the programming. Sleeps that
-//! never switched out (the timer fired first) are counted apart.
+//! calls nanosleep() for half a tick period (timer slack 1 ns), over and over,
+//! while a private tracefs instance records its switches out on the monotonic
+//! clock. Started at a random phase of the tick, such a sleep expires before the
+//! CPU's next tick about half the time: arming it then reprograms the timer
+//! device (`hrtimer_reprogram()`); otherwise the tick stays the device's first
+//! event. Everything else on the way from the clock read to the switch out (the
+//! system call's entry, `hrtimer_start()`'s own work, the dequeue,
+//! `__schedule()` up to the tracepoint) is the same, so the spans fall in two
+//! groups, and the difference of their medians is the programming. (Sleeps
+//! longer than a tick period are no baseline on this project's hosts: after the
+//! long idle they take as long as the short ones, though they cannot come
+//! before the tick.) The groups are split where the spans' within-group
+//! variance is least (Otsu's threshold); each must hold a fifth of the sleeps.
 
 use std::time::Duration;
 
@@ -18,61 +22,58 @@ use crate::sys::{cpu_set_of, now_ns, set_affinity, spin_for};
 use crate::tracefs::Instance;
 use crate::{signals, HostError};
 
-/// The short sleep: well inside any tick period (HZ up to 1000).
-const NEAR_SLEEP_NS: u64 = 50_000;
-/// The long sleep: longer than the longest tick period (HZ = 100).
-const FAR_SLEEP_NS: u64 = 12_000_000;
 /// The spin before each sleep: the CPU is busy, its tick running.
 const SPIN_NS: u64 = 100_000;
 
-/// The two medians and how many sleeps each is of.
+/// The two groups of spans and the sleeps that never switched out.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TimerProgram {
-    /// Clock read to switch out, sleeps that expire before the next tick.
-    pub near_median_ns: f64,
-    pub near_switched: usize,
-    /// Sleeps of the near kind that never switched out.
-    pub near_unswitched: usize,
-    /// The same for sleeps that expire after the next tick.
-    pub far_median_ns: f64,
-    pub far_switched: usize,
+    pub sleep_ns: u64,
+    /// Clock read to switch out: the fast group (the tick came first).
+    pub fast_median_ns: f64,
+    pub fast: usize,
+    /// The slow group (the sleep's timer came first and was programmed).
+    pub slow_median_ns: f64,
+    pub slow: usize,
+    /// Sleeps with no switch out before their end (the timer fired first).
+    pub unswitched: usize,
 }
 
 impl TimerProgram {
-    /// The programming's cost: the near median less the far one, at least 0.
+    /// The programming's cost: the slow median less the fast one.
     pub fn program_ns(&self) -> f64 {
-        (self.near_median_ns - self.far_median_ns).max(0.0)
+        self.slow_median_ns - self.fast_median_ns
     }
 }
 
-/// Measures on `cpu`: `near` sleeps of 50 us and `far` of 12 ms, in a thread of
-/// their own (its affinity and timer slack die with it).
-pub fn measure(cpu: usize, near: usize, far: usize) -> Result<TimerProgram, HostError> {
+/// Measures on `cpu`: `n` sleeps of half of `tick_ns`, in a thread of their own
+/// (its affinity and timer slack die with it).
+pub fn measure(cpu: usize, n: usize, tick_ns: u64) -> Result<TimerProgram, HostError> {
     let guard = signals::install_scoped();
-    let result = record(cpu, near, far);
+    let result = record(cpu, n, tick_ns / 2);
     guard.finish();
     result
 }
 
 /// The recording: the instance is removed on every path out of here.
-fn record(cpu: usize, near: usize, far: usize) -> Result<TimerProgram, HostError> {
+fn record(cpu: usize, n: usize, sleep_ns: u64) -> Result<TimerProgram, HostError> {
     let inst = Instance::open(8192)?;
     inst.set_trace_clock("mono")?;
     inst.set_on(true)?;
-    let sleeper = std::thread::spawn(move || sleep_many(cpu, near, far));
+    let sleeper = std::thread::spawn(move || sleep_many(cpu, n, sleep_ns));
     let joined = sleeper.join().map_err(|_| HostError::new("the timer sleeper thread", "panicked"))?;
     inst.set_on(false)?;
-    let (tid, near_reads, far_reads) = joined?;
+    let (tid, reads) = joined?;
     if signals::interrupted() {
         return Err(HostError::new("measuring the timer's programming", "interrupted"));
     }
     let text = inst.read_trace()?;
-    summarise(&text, tid, &near_reads, &far_reads)
+    summarise(&text, tid, &reads, sleep_ns)
 }
 
 /// The sleeper: pinned to `cpu`, timer slack 1 ns; returns its thread id and the
-/// clock read before each sleep, near ones and far ones.
-fn sleep_many(cpu: usize, near: usize, far: usize) -> Result<(u32, Vec<u64>, Vec<u64>), HostError> {
+/// clock read before each sleep.
+fn sleep_many(cpu: usize, n: usize, sleep_ns: u64) -> Result<(u32, Vec<u64>), HostError> {
     let set = cpu_set_of(&[cpu]).map_err(|e| HostError::new(format!("a CPU set of CPU {cpu}"), e))?;
     set_affinity(&set).map_err(|e| HostError::new(format!("pinning the timer sleeper to CPU {cpu}"), e))?;
     // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
@@ -81,24 +82,21 @@ fn sleep_many(cpu: usize, near: usize, far: usize) -> Result<(u32, Vec<u64>, Vec
     }
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() } as u32;
-    let mut reads = [Vec::with_capacity(near), Vec::with_capacity(far)];
-    for (kind, (n, sleep_ns)) in [(near, NEAR_SLEEP_NS), (far, FAR_SLEEP_NS)].into_iter().enumerate() {
-        for _ in 0..n {
-            if signals::interrupted() {
-                break;
-            }
-            spin_for(SPIN_NS);
-            reads[kind].push(now_ns());
-            std::thread::sleep(Duration::from_nanos(sleep_ns));
+    let mut reads = Vec::with_capacity(n);
+    for _ in 0..n {
+        if signals::interrupted() {
+            break;
         }
+        spin_for(SPIN_NS);
+        reads.push(now_ns());
+        std::thread::sleep(Duration::from_nanos(sleep_ns));
     }
-    let [near_reads, far_reads] = reads;
-    Ok((tid, near_reads, far_reads))
+    Ok((tid, reads))
 }
 
 /// Matches each clock read with the thread's first switch out after it, if that
-/// comes before the sleep would have ended.
-fn summarise(text: &str, tid: u32, near: &[u64], far: &[u64]) -> Result<TimerProgram, HostError> {
+/// comes before the sleep would have ended, and splits the spans in two.
+fn summarise(text: &str, tid: u32, reads: &[u64], sleep_ns: u64) -> Result<TimerProgram, HostError> {
     let mut outs: Vec<u64> = Vec::new();
     for line in text.lines() {
         let Ok(Some(l)) = schedlab_trace::parse_line(line) else { continue };
@@ -109,44 +107,65 @@ fn summarise(text: &str, tid: u32, near: &[u64], far: &[u64]) -> Result<TimerPro
         }
     }
     outs.sort_unstable();
-    let spans = |reads: &[u64], sleep_ns: u64| -> (Vec<f64>, usize) {
-        let mut spans = Vec::new();
-        let mut unswitched = 0;
-        for &t0 in reads {
-            let i = outs.partition_point(|&t| t < t0);
-            match outs.get(i) {
-                Some(&t) if t < t0 + sleep_ns => spans.push((t - t0) as f64),
-                _ => unswitched += 1,
-            }
+    let mut spans = Vec::new();
+    let mut unswitched = 0;
+    for &t0 in reads {
+        let i = outs.partition_point(|&t| t < t0);
+        match outs.get(i) {
+            Some(&t) if t < t0 + sleep_ns => spans.push(t - t0),
+            _ => unswitched += 1,
         }
-        (spans, unswitched)
-    };
-    let (near_spans, near_unswitched) = spans(near, NEAR_SLEEP_NS);
-    let (far_spans, _) = spans(far, FAR_SLEEP_NS);
-    if near_spans.len() * 2 < near.len() || far_spans.len() * 2 < far.len() {
-        return Err(HostError::new(
-            "measuring the timer's programming",
-            format!(
-                "the trace shows {} of {} short and {} of {} long sleeps switching out (is sched_switch traced?)",
-                near_spans.len(),
-                near.len(),
-                far_spans.len(),
-                far.len()
-            ),
+    }
+    spans.sort_unstable();
+    let split = otsu_split(&spans);
+    let (fast, slow) = spans.split_at(split);
+    let fail = |why: String| Err(HostError::new("measuring the timer's programming", why));
+    if spans.len() * 2 < reads.len() {
+        return fail(format!(
+            "the trace shows {} of {} sleeps switching out (is sched_switch traced?)",
+            spans.len(),
+            reads.len()
+        ));
+    }
+    if fast.len() * 5 < spans.len() || slow.len() * 5 < spans.len() {
+        return fail(format!(
+            "the spans do not fall in two groups ({} fast, {} slow of {}): no reprogramming to tell apart",
+            fast.len(),
+            slow.len(),
+            spans.len()
         ));
     }
     Ok(TimerProgram {
-        near_median_ns: median(near_spans.clone()),
-        near_switched: near_spans.len(),
-        near_unswitched,
-        far_median_ns: median(far_spans.clone()),
-        far_switched: far_spans.len(),
+        sleep_ns,
+        fast_median_ns: fast[fast.len() / 2] as f64,
+        fast: fast.len(),
+        slow_median_ns: slow[slow.len() / 2] as f64,
+        slow: slow.len(),
+        unswitched,
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
+/// Where sorted `v` splits into two groups with the least summed squared
+/// deviation from their means (the first index of the second group).
+fn otsu_split(v: &[u64]) -> usize {
+    let n = v.len();
+    if n < 2 {
+        return n;
+    }
+    let total: f64 = v.iter().map(|&x| x as f64).sum();
+    let mut left = 0.0;
+    let mut best = (f64::MIN, n);
+    for i in 1..n {
+        left += v[i - 1] as f64;
+        let (nl, nr) = (i as f64, (n - i) as f64);
+        let (ml, mr) = (left / nl, (total - left) / nr);
+        // Maximising the between-group variance minimises the within-group one.
+        let between = nl * nr * (ml - mr) * (ml - mr);
+        if between > best.0 {
+            best = (between, i);
+        }
+    }
+    best.1
 }
 
 #[cfg(test)]
@@ -163,23 +182,34 @@ mod tests {
     }
 
     /// Each clock read takes the first switch out after it within its sleep;
-    /// another thread's switches and a sleep that never switched are left out.
+    /// another thread's switches and a sleep that never switched are left out;
+    /// the spans split into a fast and a slow group.
     #[test]
-    fn spans_run_from_each_clock_read_to_the_next_switch_out() {
-        let lines = [
-            switch_out(1_000_009, 7),
-            switch_out(1_000_005, 8),
-            switch_out(1_001_003, 7),
-            switch_out(2_000_002, 7),
-            switch_out(2_020_003, 7),
-        ];
-        let text = lines.join("\n");
-        let near = [1_000_000_000, 1_000_990_000, 1_500_000_000];
-        let far = [2_000_000_000, 2_020_000_000];
-        let t = summarise(&text, 7, &near, &far).unwrap();
-        assert_eq!((t.near_switched, t.near_unswitched, t.far_switched), (2, 1, 2));
-        assert_eq!(t.near_median_ns, 13_000.0);
-        assert_eq!(t.far_median_ns, 3_000.0);
-        assert_eq!(t.program_ns(), 10_000.0);
+    fn spans_run_from_each_clock_read_to_the_next_switch_out_and_split_in_two() {
+        let mut lines = vec![switch_out(1_000_001, 8)];
+        let mut reads = Vec::new();
+        for (k, span_us) in [2, 3, 2, 9, 8, 9, 3, 8, 2, 9].into_iter().enumerate() {
+            let t0_us = 1_000_000 + 10_000 * k as u64;
+            reads.push(t0_us * 1000);
+            lines.push(switch_out(t0_us + span_us, 7));
+        }
+        reads.push(2_000_000_000);
+        let t = summarise(&lines.join("\n"), 7, &reads, 2_000_000).unwrap();
+        assert_eq!((t.fast, t.slow, t.unswitched), (5, 5, 1));
+        assert_eq!((t.fast_median_ns, t.slow_median_ns), (2_000.0, 9_000.0));
+        assert_eq!(t.program_ns(), 7_000.0);
+    }
+
+    /// One group only: no reprogramming to tell apart, an error.
+    #[test]
+    fn spans_of_one_kind_are_refused() {
+        let mut lines = Vec::new();
+        let mut reads = Vec::new();
+        for k in 0..10u64 {
+            let t0_us = 1_000_000 + 10_000 * k;
+            reads.push(t0_us * 1000);
+            lines.push(switch_out(t0_us + 3 + u64::from(k == 9), 7));
+        }
+        assert!(summarise(&lines.join("\n"), 7, &reads, 2_000_000).is_err());
     }
 }
