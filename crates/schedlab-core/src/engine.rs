@@ -1790,9 +1790,6 @@ impl Engine {
 
     // ---------------------------------------------------------------- system calls
 
-    /// The kernel time of a system call's body other than a read or write (those
-    /// are `rw_attempt_ns()`'s), without the system-call entry. A retry after
-    /// blocking runs the body again.
     /// What a system call's arming of a timer costs: a nanosleep() whose timer
     /// expires before the CPU's next event, the tick, is the new first hrtimer
     /// and reprograms the timer device (`hrtimer_start_range_ns()` →
@@ -1817,6 +1814,9 @@ impl Engine {
         }
     }
 
+    /// The kernel time of a system call's body other than a read or write (those
+    /// are `rw_attempt_ns()`'s), without the system-call entry. A retry after
+    /// blocking runs the body again.
     fn op_body_ns(&self, op: &Op) -> u64 {
         let c = &self.sys.cost;
         match *op {
