@@ -7,9 +7,11 @@
 //! pass). When it arrives, H notes whether S was asleep and how long before S
 //! had gone to sleep: within 50 us of the sleep's start is CPU 1's newly idle
 //! pass pulling it, later in a sleep an idle CPU's balance, while S ran a busy
-//! CPU's. Each round also counts S's sleeps from H's unpinning to its arrival,
-//! the chances the newly idle pass had, and S times its sleeps. The main task
-//! waits for H, then kills S and the hog.
+//! CPU's (for sleeps of 50 us or less the window holds the whole sleep, and an
+//! idle balance counts with the newly idle pass). Each round also counts S's
+//! sleeps from H's unpinning to its arrival, the chances the newly idle pass
+//! had, and S times its sleeps. The main task waits for H, then kills S and the
+//! hog.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
