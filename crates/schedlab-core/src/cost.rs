@@ -50,6 +50,16 @@ pub struct BackgroundThreads {
     pub nice: i32,
 }
 
+/// A halted idle CPU's exit after a longer idle (`MachineProfile::halted_exit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HaltedExit {
+    /// The idle this step applies from: the CPU idled at least this long.
+    pub idle_ns: u64,
+    /// Its exit, in place of `idle_exit_ns`.
+    pub exit_ns: u64,
+}
+
 /// Cache capacities and refill costs, for the refill a task pays when it runs again
 /// on the same core after other tasks have pushed its working set out.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -321,6 +331,17 @@ pub struct MachineProfile {
     /// `schedlab calibrate` measures which; absent, true.
     #[serde(default = "idle_polls_default")]
     pub idle_polls: bool,
+    /// The exit of a halted idle CPU (`idle_polls` false) that idled longer,
+    /// steps in increasing `idle_ns`: a CPU woken after idling at least a step's
+    /// `idle_ns` takes its `exit_ns` (the last such step) instead of
+    /// `idle_exit_ns`. In a KVM guest the host puts a halted vCPU's thread and
+    /// then its own CPU into deeper states the longer the halt lasts (halt
+    /// polling, then C-states), so a wakeup after a long idle waits longer, for
+    /// an IPI and the CPU's own timer alike. `schedlab calibrate` measures it as
+    /// how much longer than asked a lone sleeper's sleeps of 1, 3 and 10 ms take
+    /// than its 20 us ones, added to `idle_exit_ns`; absent, none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub halted_exit: Vec<HaltedExit>,
     /// Parent's cost of `fork()` of a process (page tables, mm copy).
     pub fork_ns: u64,
     /// Parent's cost of `clone()` of a thread.
@@ -434,6 +455,7 @@ impl MachineProfile {
             cache: None,
             tlb: None,
             background: Vec::new(),
+            halted_exit: Vec::new(),
         }
     }
 
@@ -536,6 +558,18 @@ impl MachineProfile {
                 return Err(SpecError::new(field, v.to_string(), format!("{lo} to {hi} {unit} (in {origin})")));
             }
         }
+        let mut last_idle_ns = 0;
+        for (i, h) in self.halted_exit.iter().enumerate() {
+            let field = |name: &str| format!("halted_exit[{i}].{name}");
+            if h.idle_ns <= last_idle_ns || h.idle_ns > 3_600_000_000_000 {
+                let expected = format!("1 to 3600000000000 ns, above the step before it (in {origin})");
+                return Err(SpecError::new(field("idle_ns"), h.idle_ns.to_string(), expected));
+            }
+            if h.exit_ns > OP_NS {
+                return Err(SpecError::new(field("exit_ns"), h.exit_ns.to_string(), format!("0 to {OP_NS} ns (in {origin})")));
+            }
+            last_idle_ns = h.idle_ns;
+        }
         for (i, b) in self.background.iter().enumerate() {
             let field = |name: &str| format!("background[{i}].{name}");
             let comm_ok = !b.comm.is_empty() && b.comm.len() <= 15 && !b.comm.contains(char::is_whitespace);
@@ -563,6 +597,15 @@ impl MachineProfile {
     /// Writes the profile as TOML (used by `schedlab calibrate`).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("a MachineProfile always serialises")
+    }
+
+    /// The idle exit of a CPU woken after idling `idle_ns`: `idle_exit_ns`, or a
+    /// halted CPU's `halted_exit` step for that long an idle.
+    pub fn idle_exit_after_ns(&self, idle_ns: u64) -> u64 {
+        if self.idle_polls {
+            return self.idle_exit_ns;
+        }
+        self.halted_exit.iter().rev().find(|h| h.idle_ns <= idle_ns).map_or(self.idle_exit_ns, |h| h.exit_ns)
     }
 
     /// Time of `cycles` core cycles of user work at `cpu_mhz`.
@@ -639,6 +682,29 @@ mod tests {
             let e = MachineProfile::from_toml(&text, "x.toml").unwrap_err();
             assert_eq!(e.field, field, "{e}");
         }
+    }
+
+    /// A halted CPU's exit steps round-trip, apply from their idle on and only
+    /// where the idle halts; steps out of order or too long are refused naming
+    /// the field.
+    #[test]
+    fn halted_exit_steps_round_trip_apply_and_are_checked() {
+        let mut p = MachineProfile::from_toml(BROADWELL, "broadwell-ep.toml").unwrap();
+        p.idle_polls = false;
+        p.halted_exit =
+            vec![HaltedExit { idle_ns: 1_000_000, exit_ns: 13_000 }, HaltedExit { idle_ns: 3_000_000, exit_ns: 32_000 }];
+        let again = MachineProfile::from_toml(&p.to_toml(), "x.toml").unwrap();
+        assert_eq!(again, p);
+        assert_eq!(p.idle_exit_after_ns(999_999), p.idle_exit_ns);
+        assert_eq!(p.idle_exit_after_ns(2_000_000), 13_000);
+        assert_eq!(p.idle_exit_after_ns(50_000_000), 32_000);
+        p.idle_polls = true;
+        assert_eq!(p.idle_exit_after_ns(50_000_000), p.idle_exit_ns);
+        p.idle_polls = false;
+        let text = p.to_toml().replace("idle_ns = 3000000", "idle_ns = 1000000");
+        assert_eq!(MachineProfile::from_toml(&text, "x.toml").unwrap_err().field, "halted_exit[1].idle_ns");
+        let text = p.to_toml().replace("exit_ns = 32000", "exit_ns = 99000000");
+        assert_eq!(MachineProfile::from_toml(&text, "x.toml").unwrap_err().field, "halted_exit[1].exit_ns");
     }
 
     /// A profile whose costs no machine could have is refused, naming the field,

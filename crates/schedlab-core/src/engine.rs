@@ -1033,7 +1033,9 @@ impl Engine {
                 let at = if still_active {
                     c.idle_start_ns.max(noticed_at)
                 } else {
-                    noticed_at + self.sys.cost.idle_exit_ns - charged
+                    // A halted CPU's exit deepens with its idle (`halted_exit`).
+                    let exit = self.sys.cost.idle_exit_after_ns(noticed_at.saturating_sub(c.idle_start_ns));
+                    noticed_at + exit - charged.min(exit)
                 };
                 let at = self.sys.irq.deliver(cpu, now).max(at);
                 self.queue.push(at, EventKind::Resched { cpu: cpu as u32 });

@@ -27,6 +27,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::background;
 use crate::counters::TracepointCounter;
+use crate::halted_exit;
 use crate::sys::{
     cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, thread_cpu_ns, write_all,
 };
@@ -804,6 +805,42 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         }
     }
 
+    // --- A halted CPU's exit after longer idles --------------------------------------
+    // Only where the idle halts (a polling idle CPU has no such states to leave).
+    let halted_exit = if idle_polls {
+        Vec::new()
+    } else {
+        match halted_exit::measure(host.cpu_a, plan.halted_exit_sleeps, plan.halted_exit_min_each) {
+            Ok(o) => {
+                let steps = halted_exit::steps(&o, idle_exit_ns, HALTED_EXIT_MIN_GROWTH_NS);
+                let each: Vec<String> =
+                    o.steps.iter().map(|(sleep, over)| format!("{} ms {over:.0} ns", sleep / 1_000_000)).collect();
+                notes.measured(format!(
+                    "halted_exit = {}: a lone sleeper on CPU {} took longer than asked (median) {:.0} ns at {} us \
+                     sleeps, {}; idle_exit_ns plus each growth of at least {HALTED_EXIT_MIN_GROWTH_NS:.0} ns",
+                    if steps.is_empty() {
+                        "none".to_string()
+                    } else {
+                        steps
+                            .iter()
+                            .map(|h| format!("{} ns after {} ms", h.exit_ns, h.idle_ns / 1_000_000))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    },
+                    host.cpu_a,
+                    o.base_ns,
+                    halted_exit::BASE_SLEEP_NS / 1000,
+                    each.join(", ")
+                ));
+                steps
+            }
+            Err(e) => {
+                notes.estimated(format!("halted_exit: not measured ({e}); none"));
+                Vec::new()
+            }
+        }
+    };
+
     // --- Cache refill after migration ------------------------------------------------
     let migration = migration_costs(&host, &plan, &mut notes)?;
 
@@ -875,6 +912,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         ipi_receive_ns,
         tick_irq_ns,
         timer_program_ns,
+        halted_exit,
         wakeup_remote_ns,
         ipi_send_idle_ns,
         idle_exit_charged_ns,
@@ -1374,6 +1412,10 @@ const DEFAULT_CACHE_LINE_NS: f64 = 45.0;
 const DEFAULT_IPI_SEND_NS: u64 = 150;
 const DEFAULT_IPI_LATENCY_NS: u64 = 1_000;
 const DEFAULT_IDLE_EXIT_NS: u64 = 2_000;
+/// A longer idle's exit enters the profile only if it grew at least this much
+/// over a short idle's (the medians of a few hundred sleeps move by about 1 us
+/// from run to run).
+const HALTED_EXIT_MIN_GROWTH_NS: f64 = 2_000.0;
 
 /// Messages per timed AF_UNIX batch: ~32 KiB of skb truesize, well inside the default
 /// socket buffer, so no send blocks.
@@ -1409,6 +1451,9 @@ struct Plan {
     tick_ms: u64,
     /// Sleeps of half a tick timed for `timer_program_ns`.
     timer_sleeps: usize,
+    /// 20 us sleeps timed for `halted_exit`, and the fewest of each longer one.
+    halted_exit_sleeps: usize,
+    halted_exit_min_each: usize,
 }
 
 impl Plan {
@@ -1433,6 +1478,8 @@ impl Plan {
                 background_ms: 1_000,
                 tick_ms: 300,
                 timer_sleeps: 100,
+                halted_exit_sleeps: 300,
+                halted_exit_min_each: 15,
             }
         } else {
             Plan {
@@ -1454,6 +1501,8 @@ impl Plan {
                 background_ms: 5_000,
                 tick_ms: 1_000,
                 timer_sleeps: 400,
+                halted_exit_sleeps: 2_000,
+                halted_exit_min_each: 60,
             }
         }
     }

@@ -12,6 +12,7 @@
 pub mod background;
 pub mod calibrate;
 pub mod counters;
+pub mod halted_exit;
 pub mod kernel;
 pub mod real;
 pub mod record;

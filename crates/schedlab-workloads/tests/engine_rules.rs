@@ -94,6 +94,26 @@ fn arming_a_timer_before_the_next_tick_programs_the_device() {
     assert_eq!(sleep(5_000_000, 6_000), (elapsed, sys, idle));
 }
 
+/// A halted idle CPU's exit deepens with its idle (`halted_exit`): a sleeper
+/// woken by its own timer after 5 ms of idle takes the 1 ms step's exit, one
+/// after 500 us the short idle's `idle_exit_ns` (2000 here); a polling idle CPU
+/// keeps `idle_exit_ns` whatever the table says.
+#[test]
+fn a_halted_cpus_exit_deepens_with_its_idle() {
+    let sleep = |ns: u64, idle_polls: bool| {
+        let profile = schedlab_core::cost::MachineProfile {
+            idle_polls,
+            halted_exit: vec![schedlab_core::cost::HaltedExit { idle_ns: 1_000_000, exit_ns: 50_000 }],
+            ..common::unit_profile()
+        };
+        let ops = vec![Op::Mark { label: MARK_START }, Op::Sleep { ns }, Op::Mark { label: MARK_END }];
+        run_script_on("1x1x1x1", profile, ops).elapsed_ns()
+    };
+    assert_eq!(sleep(5_000_000, false), 100 + 5_000_000 + 50_000 + 1000);
+    assert_eq!(sleep(500_000, false), 100 + 500_000 + 2000 + 1000);
+    assert_eq!(sleep(5_000_000, true), 100 + 5_000_000 + 2000 + 1000);
+}
+
 #[test]
 fn pipe_reader_blocks_until_child_writes() {
     // The parent reads from an empty pipe and blocks; its child writes one message
