@@ -601,8 +601,9 @@ impl MachineProfile {
 
     /// The idle exit of a CPU woken after idling `idle_ns`: `idle_exit_ns`, or a
     /// halted CPU's `halted_exit` step for that long an idle.
+    #[inline]
     pub fn idle_exit_after_ns(&self, idle_ns: u64) -> u64 {
-        if self.idle_polls {
+        if self.halted_exit.is_empty() || self.idle_polls {
             return self.idle_exit_ns;
         }
         self.halted_exit.iter().rev().find(|h| h.idle_ns <= idle_ns).map_or(self.idle_exit_ns, |h| h.exit_ns)
