@@ -813,20 +813,13 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         match halted_exit::measure(host.cpu_a, plan.halted_exit_sleeps, plan.halted_exit_min_each) {
             Ok(o) => {
                 let steps = halted_exit::steps(&o, idle_exit_ns, HALTED_EXIT_MIN_GROWTH_NS);
-                let each: Vec<String> =
-                    o.steps.iter().map(|(sleep, over)| format!("{} ms {over:.0} ns", sleep / 1_000_000)).collect();
+                let ms = |ns: u64| ns / 1_000_000;
+                let each: Vec<String> = o.steps.iter().map(|(sleep, over)| format!("{} ms {over:.0} ns", ms(*sleep))).collect();
+                let kept: Vec<String> = steps.iter().map(|h| format!("{} ns after {} ms", h.exit_ns, ms(h.idle_ns))).collect();
+                let kept = if kept.is_empty() { "none".to_string() } else { kept.join(", ") };
                 notes.measured(format!(
-                    "halted_exit = {}: a lone sleeper on CPU {} took longer than asked (median) {:.0} ns at {} us \
+                    "halted_exit = {kept}: a lone sleeper on CPU {} took longer than asked (median) {:.0} ns at {} us \
                      sleeps, {}; idle_exit_ns plus each growth of at least {HALTED_EXIT_MIN_GROWTH_NS:.0} ns",
-                    if steps.is_empty() {
-                        "none".to_string()
-                    } else {
-                        steps
-                            .iter()
-                            .map(|h| format!("{} ns after {} ms", h.exit_ns, h.idle_ns / 1_000_000))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    },
                     host.cpu_a,
                     o.base_ns,
                     halted_exit::BASE_SLEEP_NS / 1000,

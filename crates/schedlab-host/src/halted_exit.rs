@@ -11,13 +11,15 @@
 
 use std::time::Duration;
 
-use crate::sys::{cpu_set_of, now_ns, set_affinity, spin_for};
+use crate::sys::{exact_sleeper_on, now_ns, spin_for};
 use crate::{signals, HostError};
 
 /// The short sleep every other is compared with.
 pub const BASE_SLEEP_NS: u64 = 20_000;
 /// The longer sleeps, each a step of the table.
 pub const STEP_SLEEPS_NS: [u64; 3] = [1_000_000, 3_000_000, 10_000_000];
+/// The spin before each sleep: the CPU is busy, its tick running.
+const SPIN_NS: u64 = 100_000;
 
 /// The median overshoot of the base sleep and of each longer one.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,18 +44,13 @@ pub fn measure(cpu: usize, n: usize, min_each: usize) -> Result<Overshoots, Host
 }
 
 fn sleep_all(cpu: usize, n: usize, min_each: usize) -> Result<Overshoots, HostError> {
-    let set = cpu_set_of(&[cpu]).map_err(|e| HostError::new(format!("a CPU set of CPU {cpu}"), e))?;
-    set_affinity(&set).map_err(|e| HostError::new(format!("pinning the idle-exit sleeper to CPU {cpu}"), e))?;
-    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
-    if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) } != 0 {
-        return Err(HostError::new("setting the timer slack to 1 ns", std::io::Error::last_os_error()));
-    }
+    exact_sleeper_on(cpu).map_err(|e| HostError::new(format!("making CPU {cpu}'s idle-exit sleeper"), e))?;
     let base_ns = median_overshoot(BASE_SLEEP_NS, n);
-    let budget_ns = n as u64 * (BASE_SLEEP_NS + 100_000);
+    let budget_ns = n as u64 * (BASE_SLEEP_NS + SPIN_NS);
     let steps = STEP_SLEEPS_NS
         .iter()
         .map(|&sleep_ns| {
-            let each = ((budget_ns / (sleep_ns + 100_000)) as usize).max(min_each);
+            let each = ((budget_ns / (sleep_ns + SPIN_NS)) as usize).max(min_each);
             (sleep_ns, median_overshoot(sleep_ns, each))
         })
         .collect();
@@ -67,7 +64,7 @@ fn median_overshoot(sleep_ns: u64, n: usize) -> f64 {
         if signals::interrupted() {
             break;
         }
-        spin_for(100_000);
+        spin_for(SPIN_NS);
         let t0 = now_ns();
         std::thread::sleep(Duration::from_nanos(sleep_ns));
         over.push(now_ns().saturating_sub(t0).saturating_sub(sleep_ns));

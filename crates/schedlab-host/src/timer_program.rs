@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use crate::sys::{cpu_set_of, now_ns, set_affinity, spin_for};
+use crate::sys::{exact_sleeper_on, now_ns, spin_for};
 use crate::tracefs::Instance;
 use crate::{signals, HostError};
 
@@ -74,14 +74,7 @@ fn record(cpu: usize, n: usize, sleep_ns: u64) -> Result<TimerProgram, HostError
 /// The sleeper: pinned to `cpu`, timer slack 1 ns; returns its thread id and the
 /// clock read before each sleep.
 fn sleep_many(cpu: usize, n: usize, sleep_ns: u64) -> Result<(u32, Vec<u64>), HostError> {
-    let set = cpu_set_of(&[cpu]).map_err(|e| HostError::new(format!("a CPU set of CPU {cpu}"), e))?;
-    set_affinity(&set).map_err(|e| HostError::new(format!("pinning the timer sleeper to CPU {cpu}"), e))?;
-    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
-    if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) } != 0 {
-        return Err(HostError::new("setting the timer slack to 1 ns", std::io::Error::last_os_error()));
-    }
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() } as u32;
+    let tid = exact_sleeper_on(cpu).map_err(|e| HostError::new(format!("making CPU {cpu}'s timer sleeper"), e))?;
     let mut reads = Vec::with_capacity(n);
     for _ in 0..n {
         if signals::interrupted() {

@@ -17,7 +17,6 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use schedlab_core::cpuset::CpuSet;
 use schedlab_core::engine::{MARK_END, MARK_START};
 use schedlab_core::error::SpecError;
 use schedlab_core::program::{ForkKind, Op, OpResult, Program};
@@ -26,6 +25,7 @@ use schedlab_core::task::TaskId;
 use schedlab_core::RunResult;
 
 use crate::params::Params;
+use crate::pull::{cpus, Hog};
 
 /// Rounds in which H arrived within `NEWIDLE_WINDOW_NS` of the start of S's
 /// sleep: the value is how long after it (`Op::Record`).
@@ -61,15 +61,6 @@ pub struct NewidleProbe {
     pub sleep_us: u64,
     pub run_us: u64,
     pub settle_ms: u64,
-}
-
-/// A mask of the given CPUs (the probe runs on CPUs 0 and 1).
-fn cpus(list: &[usize]) -> CpuSet {
-    let mut s = CpuSet::new(2);
-    for &c in list {
-        s.set(c);
-    }
-    s
 }
 
 impl NewidleProbe {
@@ -167,7 +158,7 @@ impl Program for Parent {
         match self.step {
             1 => Op::Mark { label: MARK_START },
             2 => fork("newidle-s", Box::new(Sleeper { b: self.b.clone(), shared: self.shared.clone(), state: SState::Pin })),
-            3 => fork("newidle-hog", Box::new(Hog { pinned: false })),
+            3 => fork("newidle-hog", Box::new(Hog::on(0))),
             4 => fork(
                 "newidle-h",
                 Box::new(Mover {
@@ -187,21 +178,6 @@ impl Program for Parent {
             9 | 10 => Op::WaitChild,
             _ => Op::Exit,
         }
-    }
-}
-
-/// A CPU-bound task pinned to CPU 0, until it is killed.
-struct Hog {
-    pinned: bool,
-}
-
-impl Program for Hog {
-    fn next(&mut self, _last: OpResult, _rng: &mut SimRng) -> Op {
-        if !self.pinned {
-            self.pinned = true;
-            return Op::SetAffinity { cpus: cpus(&[0]) };
-        }
-        Op::Compute { ns: 1_000_000 }
     }
 }
 

@@ -55,8 +55,9 @@ pub struct PullProbe {
     pub sleep_odd_us: u64,
 }
 
-/// A mask of the given CPUs (the probe runs on CPUs 0 and 1).
-fn cpus(list: &[usize]) -> CpuSet {
+/// A mask of the given CPUs (the probes run on CPUs 0 and 1; `newidle` uses it
+/// too).
+pub(crate) fn cpus(list: &[usize]) -> CpuSet {
     let mut s = CpuSet::new(2);
     for &c in list {
         s.set(c);
@@ -194,7 +195,7 @@ impl Program for Waker {
                 Stage::Setup if self.pipes.is_empty() => {
                     for (on, cpu) in [(self.b.hog_prev, 1), (self.b.hog_waker, 0)] {
                         if on {
-                            let program = Box::new(Hog { cpu, pinned: false });
+                            let program = Box::new(Hog::on(cpu));
                             self.ops.push_back(Op::Fork { kind: ForkKind::Process, comm: Some("pull-hog".into()), program });
                         }
                     }
@@ -246,10 +247,16 @@ impl Program for Waker {
 }
 
 /// A CPU-bound task pinned to `cpu`, computing a millisecond at a time until
-/// it is killed.
-struct Hog {
+/// it is killed (`newidle` uses it too).
+pub(crate) struct Hog {
     cpu: usize,
     pinned: bool,
+}
+
+impl Hog {
+    pub(crate) fn on(cpu: usize) -> Hog {
+        Hog { cpu, pinned: false }
+    }
 }
 
 impl Program for Hog {
