@@ -134,23 +134,26 @@ pub fn policy_for_release(release: &str) -> Option<&'static str> {
 /// 82d6e01a0699); the reweight that keeps the running entity's protection
 /// (REWEIGHT_KEEPS_VPROT) works once `vlag` and `vprot` are separate fields, in
 /// the pushes after 6.18.44. Only for a 6.18 release modelled by eevdf@6.18.
-pub fn stable_switches(release: &str, policy: &str) -> &'static str {
+pub fn stable_switches(release: &str, policy: &str) -> String {
     let sub: u32 =
         release.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).nth(2).and_then(|p| p.parse().ok()).unwrap_or(0);
     if policy != "eevdf@6.18" || major_minor(release) != Some((6, 18)) {
-        return "";
+        return String::new();
     }
-    match sub {
-        0 | 1 => "",
-        2 => "+YIELD_FORFEIT",
-        3..=34 => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT",
-        35..=38 => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+LAG_CLAMP_MAX_SLICE",
-        39..=44 => "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+LAG_CLAMP_MAX_SLICE+SG_WAKEUP_ALLOWED",
-        _ => {
-            "+NO_NEWIDLE_COST_BUMP+YIELD_FORFEIT+NI_RANDOM+WAKEUP_PREEMPT_619+LAG_CLAMP_MAX_SLICE+SG_WAKEUP_ALLOWED+REWEIGHT_KEEPS_VPROT"
-        }
-    }
+    STABLE_6_18.iter().filter(|&&(from, _)| sub >= from).map(|&(_, switch)| format!("+{switch}")).collect()
 }
+
+/// eevdf@6.18's stable switches with the first 6.18 sublevel that has each, in
+/// the order they are printed.
+const STABLE_6_18: [(u32, &str); 7] = [
+    (3, "NO_NEWIDLE_COST_BUMP"),
+    (2, "YIELD_FORFEIT"),
+    (35, "NI_RANDOM"),
+    (35, "WAKEUP_PREEMPT_619"),
+    (35, "LAG_CLAMP_MAX_SLICE"),
+    (39, "SG_WAKEUP_ALLOWED"),
+    (45, "REWEIGHT_KEEPS_VPROT"),
+];
 
 /// The kernel's message buffer (`syslog(SYSLOG_ACTION_READ_ALL)`), if readable.
 fn kernel_log() -> Option<String> {
