@@ -424,7 +424,7 @@ pub struct ValidateArgs {
     pub any_state: bool,
     /// Simulated policy (default: the model of the host kernel's release, with
     /// +HOST_VCPU_PACK+HOST_DEQUEUE_DELAYED_BUSY on a 6.18 host booted with
-    /// sched_vcpu_pack=).
+    /// sched_vcpu_pack=15).
     #[arg(long)]
     pub policy: Option<String>,
     /// Simulate this policy too, against the same real runs (repeatable): a

@@ -38,7 +38,6 @@ const POLICIES: &[&str] = &[
     "eevdf@6.18",
     "eevdf@6.18+HOST_VCPU_PACK",
     "eevdf@6.18+HOST_VCPU_PACK+HOST_DEQUEUE_DELAYED_BUSY",
-    "eevdf@6.18+HOST_VCPU_PACK_IDLE",
     "ule@pre",
     "ule@post",
     "4bsd",

@@ -423,8 +423,8 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     let release = schedlab_host::kernel::release();
     let policy = match &a.policy {
         Some(p) if p != "host" => p.clone(),
-        // The host's own kernel, its vendor placement option modelled as the
-        // switch inferred from its traces (docs/validate.md).
+        // The host's own kernel, with its vendor placement option and the
+        // delayed-task wakeup its experiments show (docs/validate.md).
         _ => schedlab_spec::run::host_policy()?,
     };
     let policy_class = schedlab_policies::policy_by_name(&policy, &[])?;
@@ -1070,7 +1070,7 @@ fn plot(h: &Header, rows: &[RowResult]) -> String {
 /// The header's note on each non-upstream host switch the simulated policy uses.
 fn host_feature_notes(policy: &str) -> String {
     let notes = [
-        ("HOST_VCPU_PACK", "the host's non-upstream sched_vcpu_pack placement as inferred from its traces, not upstream"),
+        ("HOST_VCPU_PACK", "the host's non-upstream sched_vcpu_pack=15 placement, as its kernel text has it, not upstream"),
         (
             "HOST_DEQUEUE_DELAYED_BUSY",
             "a delayed task woken on a busy runqueue is placed anew, as a pipe pair let go from one vCPU shows on the hosts, not upstream",

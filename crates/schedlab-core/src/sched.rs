@@ -375,28 +375,12 @@ pub struct System {
     working: Vec<bool>,
     wasted_ns: u64,
     wasted_since_ns: u64,
-    /// Per CPU: its recent busy periods, for `busy_ns_within()`; empty unless a
-    /// policy asked for them (`track_busy_periods()`), so that other runs do not
-    /// pay for them at every switch.
-    busy_periods: Vec<BusyPeriods>,
     /// Per CPU: whether its `CpuState` changed since a policy last took the
     /// changes, and those CPUs in order, each once; empty unless a policy asked
     /// for them (`track_state_changes()`).
     state_changed: Vec<bool>,
     state_changed_list: Vec<usize>,
 }
-
-/// A CPU's last `BUSY_PERIODS` busy periods (running a task: `CpuState::Busy`)
-/// and the one under way.
-#[derive(Clone, Debug, Default)]
-struct BusyPeriods {
-    since: Option<u64>,
-    ended: [(u64, u64); BUSY_PERIODS],
-    next: usize,
-}
-
-/// How many ended busy periods a CPU remembers.
-const BUSY_PERIODS: usize = 16;
 
 impl System {
     pub(crate) fn new(topo: Topology, cost: MachineProfile, tick_ns: u64, seed: u64, start_ns: u64) -> System {
@@ -429,7 +413,6 @@ impl System {
             working: vec![false; n],
             wasted_ns: 0,
             wasted_since_ns: start_ns,
-            busy_periods: Vec::new(),
             state_changed: Vec::new(),
             state_changed_list: Vec::new(),
             topo,
@@ -707,14 +690,6 @@ impl System {
             self.idle_count += 1;
             self.idle_mask.set(cpu);
         }
-        if let Some(periods) = self.busy_periods.get_mut(cpu) {
-            if state == CpuState::Busy {
-                periods.since = Some(self.now_ns);
-            } else if let Some(since) = periods.since.take() {
-                periods.ended[periods.next] = (since, self.now_ns);
-                periods.next = (periods.next + 1) % BUSY_PERIODS;
-            }
-        }
         if let Some(changed) = self.state_changed.get_mut(cpu).filter(|c| !**c) {
             *changed = true;
             self.state_changed_list.push(cpu);
@@ -742,23 +717,5 @@ impl System {
             f(cpu);
         }
         self.state_changed_list.clear();
-    }
-
-    /// Keep each CPU's recent busy periods from now on, for `busy_ns_within()`
-    /// (a policy asks at boot, before any CPU runs).
-    pub fn track_busy_periods(&mut self) {
-        self.busy_periods = vec![BusyPeriods::default(); self.ncpus()];
-    }
-
-    /// How long `cpu` ran tasks (`CpuState::Busy`) in the last `window_ns`, from
-    /// its last 16 busy periods and the one under way (a CPU switching more
-    /// often than that within the window counts only those). Needs
-    /// `track_busy_periods()`.
-    pub fn busy_ns_within(&self, cpu: usize, window_ns: u64) -> u64 {
-        let from = self.now_ns.saturating_sub(window_ns);
-        let periods = self.busy_periods.get(cpu).expect("busy periods kept (track_busy_periods())");
-        let overlap = |(a, b): (u64, u64)| b.min(self.now_ns).saturating_sub(a.max(from));
-        let current = periods.since.map_or(0, |since| overlap((since, self.now_ns)));
-        current + periods.ended.iter().map(|&p| overlap(p)).sum::<u64>()
     }
 }

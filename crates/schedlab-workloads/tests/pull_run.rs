@@ -115,23 +115,29 @@ fn upstream_wakes_the_wakee_on_its_idle_previous_cpu() {
     }
 }
 
-/// HOST_VCPU_PACK_IDLE (a reading under test): the wakee joins the waker's CPU
-/// when that CPU was busy at most 15% (30 us) of the last 200 us. A waker that
-/// spun 40 us and then slept 200 us has that room; one that slept only 150 us
-/// after it, or spun 100 us and slept 50, has not, and the wakee is placed as
-/// upstream places it, on its idle previous CPU.
+/// HOST_VCPU_PACK (the hosts' `sched_vcpu_pack=15`, read from their kernel
+/// text) against the probe's cases on the hosts (tools/host-wake-pull/README.md):
+/// a waker that sleeps between rounds leaves its CPU room (one runnable task,
+/// utilisation under 70%), so the sync wakeup packs the wakee onto it, where
+/// upstream wakes the idle previous CPU (hosts: 90-100%); the same with a hog on
+/// the previous CPU (hosts 97-98%); a hog on the waker's CPU leaves no room and
+/// upstream keeps the idle previous CPU (hosts 0%); a waker that spins 300 us
+/// between rounds keeps its CPU's utilisation over the bound (hosts 1-9%).
 #[test]
-fn host_vcpu_pack_idle_packs_when_the_wakers_cpu_was_idle_over_the_window() {
-    let policy = "eevdf@6.18+HOST_VCPU_PACK_IDLE";
-    for (w, packed) in [
-        ("pull rounds=200 spin_us=40 sleep_us=200", 200),
-        ("pull rounds=200 spin_us=40 sleep_us=150", 0),
-        ("pull rounds=200 spin_us=100 sleep_us=50", 0),
+fn host_vcpu_pack_places_as_the_hosts_do_in_the_probes_cases() {
+    let policy = "eevdf@6.18+HOST_VCPU_PACK";
+    for (w, lo, hi) in [
+        ("pull rounds=200 sleep_us=200", 190, 200),
+        ("pull rounds=200 spin_us=40 sleep_us=200", 190, 200),
+        ("pull rounds=200 sleep_us=200 hog_prev=1", 190, 200),
+        ("pull rounds=200 sleep_us=200 hog_waker=1", 0, 2),
+        ("pull rounds=200 spin_us=300", 0, 30),
     ] {
         let r = common::run("kvm-2", policy, w, 1);
         assert!(r.violations.is_empty(), "{w}: {:#?}", r.violations);
         let [(pe, ne), (po, no)] = PullProbe::pulled(&r);
-        assert_eq!((pe + po, ne + no), (packed, 200), "{w}");
+        assert_eq!(ne + no, 200, "{w}: every round counted");
+        assert!((lo..=hi).contains(&(pe + po)), "{w}: {} of 200 on the waker's CPU, want {lo}..={hi}", pe + po);
     }
 }
 

@@ -1001,10 +1001,6 @@ impl Cfs {
 impl Cfs {
     fn boot(&mut self, sys: &mut System) {
         self.boot_on(&sys.topo, sys.tick_ns);
-        if self.feat.host_vcpu_pack_idle {
-            // vcpu_pack_room() reads each CPU's recent busy time.
-            sys.track_busy_periods();
-        }
     }
 
     /// Boot on a machine: scaled sysctls, domains, per-CPU runqueues.

@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 35] = [
+const NAMES: [&str; 34] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -41,7 +41,6 @@ const NAMES: [&str; 35] = [
     "SG_WAKEUP_ALLOWED",
     "HOST_VCPU_PACK",
     "HOST_DEQUEUE_DELAYED_BUSY",
-    "HOST_VCPU_PACK_IDLE",
 ];
 
 /// The fair-class features this model reads, with the defaults of one version.
@@ -143,11 +142,16 @@ pub struct Features {
     /// idle CPUs) count only the CPUs the task may run on; before, every CPU of
     /// the group (v4.19 to v6.18.38).
     pub sg_wakeup_allowed: bool,
-    /// Not upstream: the placement of this project's hosts' kernel
-    /// (`sched_vcpu_pack=15` on a vendor 6.18.44), inferred from their traces, not
-    /// read from source: a woken task stays on its previous CPU instead of being
-    /// pulled towards the waker (wake_affine() keeps prev_cpu; select_idle_sibling()
-    /// still runs). Measured on 2-vCPU guests only (docs/validate.md).
+    /// Not upstream: the placement of this project's hosts' kernel (a vendor
+    /// 6.18.44 booted with `sched_vcpu_pack=15`), read from its kernel text
+    /// (`select_task_rq_fair()` and its helper `vcpu_pack_room()`; the machine
+    /// code read through a BPF tracepoint program, docs/policies/eevdf.md) and
+    /// checked against its traces: before upstream's placement, a task is packed
+    /// onto a busy CPU that has room (at most one other runnable fair task,
+    /// utilisation below 70% of capacity): on a sync wakeup the waker's, on any
+    /// wakeup the previous CPU, the waker's or the first such CPU; on fork and
+    /// exec the parent's; a wakeup from an interrupt on an idle CPU stays on it.
+    /// Otherwise upstream places the task.
     pub host_vcpu_pack: bool,
     /// Not upstream: the wakeup of a delayed task (DELAY_DEQUEUE) on this
     /// project's hosts, shown by an experiment on them, not read from source: a
@@ -162,17 +166,6 @@ pub struct Features {
     /// task, and allowed on another CPU, is dequeued for good and placed by
     /// `select_task_rq_fair()` like any sleeper.
     pub host_dequeue_delayed_busy: bool,
-    /// Not upstream, and a reading under test, not the hosts' settled model: a
-    /// wakeup from a CPU that shares a wake-affine domain with the wakee's
-    /// previous one puts the wakee on the waker's CPU, past
-    /// select_idle_sibling(), when that CPU was busy for at most
-    /// VCPU_PACK_BUSY_PCT of the last VCPU_PACK_WINDOW_NS (`vcpu_pack_room()`,
-    /// a name from the hosts' fair.c symbols; its body is not known); otherwise
-    /// the wakeup is placed as upstream places it. Inferred from the wake-pull
-    /// probe (tools/host-wake-pull/): with the wakee's previous vCPU busy the
-    /// hosts place as upstream does; with it idle they pack onto a waker's vCPU
-    /// that was idle, where upstream wakes the idle previous vCPU.
-    pub host_vcpu_pack_idle: bool,
 }
 
 impl Features {
@@ -223,7 +216,6 @@ impl Features {
             sg_wakeup_allowed: false,
             host_vcpu_pack: false,
             host_dequeue_delayed_busy: false,
-            host_vcpu_pack_idle: false,
         }
     }
 
@@ -248,8 +240,9 @@ impl Features {
             | "REWEIGHT_KEEPS_VPROT"
             | "LAG_CLAMP_MAX_SLICE"
             | "SG_WAKEUP_ALLOWED" => self.version == V6_18,
-            // A host's non-upstream placement, inferred from its traces.
-            "HOST_VCPU_PACK" | "HOST_DEQUEUE_DELAYED_BUSY" | "HOST_VCPU_PACK_IDLE" => self.version == V6_18,
+            // A host's non-upstream placement (read from its kernel text) and
+            // delayed-task wakeup (inferred from an experiment).
+            "HOST_VCPU_PACK" | "HOST_DEQUEUE_DELAYED_BUSY" => self.version == V6_18,
             // CFS's, gone with v6.6 (sleeper credit, START_DEBIT, LAST_BUDDY), or
             // seed patches that target one CFS kernel; SIS_PROP went in v6.12 and
             // the v5.11 NUMA fork rule is unconditional since.
@@ -309,7 +302,6 @@ impl Features {
             "SG_WAKEUP_ALLOWED" => &mut self.sg_wakeup_allowed,
             "HOST_VCPU_PACK" => &mut self.host_vcpu_pack,
             "HOST_DEQUEUE_DELAYED_BUSY" => &mut self.host_dequeue_delayed_busy,
-            "HOST_VCPU_PACK_IDLE" => &mut self.host_vcpu_pack_idle,
             _ => return None,
         })
     }

@@ -5,22 +5,32 @@
 //! Every CPU a search looks at is charged to the searching CPU as find time.
 
 use schedlab_core::cpuset::WrapSearch;
-use schedlab_core::sched::{SelectReason, System, WakeFlags};
+use schedlab_core::sched::{CpuState, SelectReason, System, WakeFlags};
 use schedlab_core::task::TaskId;
 
 use super::domains::{KernelVersion, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_NUMA, SD_WAKE_AFFINE};
 use super::state::Cfs;
 
-/// HOST_VCPU_PACK_IDLE's window: the wake-pull probe's first grid (one host
-/// state, tools/host-wake-pull/README.md) packed after 50 us idle when the
-/// waker's vCPU was busy 50 us or less before, and needed 150-500 us idle after
-/// 100-200 us busy; repeated runs swing cell by cell and confirm only that 200 us
-/// of idle packs.
-const VCPU_PACK_WINDOW_NS: u64 = 200_000;
+/// HOST_VCPU_PACK's parts, the bits of the hosts' `sched_vcpu_pack=15` (all four
+/// on): the meaning of each is read from the hosts' kernel text (docs/policies/eevdf.md,
+/// "A host's own placement"); the names are this project's.
+/// A wakeup from an interrupt on an idle CPU (the waker is the idle task) onto
+/// that CPU, when nothing is queued there.
+const VCPU_PACK_FROM_IDLE: u32 = 0x1;
+/// A sync wakeup onto the waker's CPU when it has room.
+const VCPU_PACK_SYNC: u32 = 0x2;
+/// Any wakeup onto a busy CPU with room: the previous one, the waker's, then the
+/// first in CPU order.
+const VCPU_PACK_BUSY: u32 = 0x4;
+/// A fork or exec onto the parent's (or exec'ing task's) CPU when it has room.
+const VCPU_PACK_FORK: u32 = 0x8;
+/// The hosts' value.
+const VCPU_PACK_HOSTS: u32 = VCPU_PACK_FROM_IDLE | VCPU_PACK_SYNC | VCPU_PACK_BUSY | VCPU_PACK_FORK;
 
-/// HOST_VCPU_PACK_IDLE's threshold: the `15` of the hosts' `sched_vcpu_pack=15`,
-/// read as a percentage (an assumption: its unit is not known).
-const VCPU_PACK_BUSY_PCT: u64 = 15;
+/// `vcpu_pack_room()`'s utilisation bound: the CPU's utilisation with the task
+/// added must stay below this per cent of its capacity (the hosts' text compares
+/// `util * 100` with `capacity * 70`).
+const VCPU_PACK_UTIL_PCT: u64 = 70;
 
 impl Cfs {
     /// `available_idle_cpu()`: idle task running, nothing queued, no wakeup pending.
@@ -126,11 +136,79 @@ impl Cfs {
         (this_eff < prev_eff).then_some(this_cpu)
     }
 
-    /// HOST_VCPU_PACK_IDLE's test (the hosts' `vcpu_pack_room()`, whose body is
-    /// not known): `cpu` ran tasks for at most VCPU_PACK_BUSY_PCT of the last
-    /// VCPU_PACK_WINDOW_NS, the waker's own run so far included.
-    fn vcpu_pack_room(&self, sys: &System, cpu: usize) -> bool {
-        sys.busy_ns_within(cpu, VCPU_PACK_WINDOW_NS) * 100 <= VCPU_PACK_BUSY_PCT * VCPU_PACK_WINDOW_NS
+    /// The hosts' `vcpu_pack_room(p, cpu)` (HOST_VCPU_PACK): `cpu` can take `p`
+    /// if `p` may run there, no wakeup is pending on it (`rq->ttwu_pending`: the
+    /// model's kicked idle CPU), it runs nothing but fair tasks
+    /// (`nr_running == cfs.h_nr_queued`: the stopper is the model's other
+    /// class), at most one runnable fair task is there besides `p` itself, and
+    /// its utilisation (`cpu_util()`, plus `p`'s if `p` is not on it) stays
+    /// below VCPU_PACK_UTIL_PCT of its capacity. The hosts add util_est to
+    /// both utilisations (`cpu_util()`, `task_util_est()`); util_est is not
+    /// modelled, so both are util_avg here.
+    fn vcpu_pack_room(&self, sys: &mut System, p: TaskId, cpu: usize, this_cpu: usize) -> bool {
+        sys.charge_search(this_cpu, 1, 0, 0);
+        let rq = &self.rq[cpu];
+        if !sys.tasks[p].can_run_on(cpu) || sys.cpu_state(cpu) == CpuState::Kicked || rq.stopper.is_some() {
+            return false;
+        }
+        let queued_here = usize::from(self.se[p].on_rq && sys.tasks[p].cpu == cpu);
+        if self.h_nr_runnable(cpu) > 1 + queued_here {
+            return false;
+        }
+        let mut util = self.cpu_util(cpu);
+        if sys.tasks[p].cpu != cpu {
+            util += self.se[p].avg.util_avg;
+        }
+        util * 100 < rq.cpu_capacity * VCPU_PACK_UTIL_PCT
+    }
+
+    /// HOST_VCPU_PACK: the hosts' placement ahead of upstream's in
+    /// `select_task_rq_fair()` (vendor 6.18.44 with `sched_vcpu_pack=15`; a task
+    /// allowed on one CPU only takes upstream's path). A fork or exec packs onto
+    /// `this_cpu` if it has room; a wakeup, in this order: from an interrupt on
+    /// an idle CPU, onto it; if sync, onto the waker's CPU with room; onto the
+    /// busy previous CPU with room, the waker's CPU with room, or the first busy
+    /// CPU with room. None: upstream places the task.
+    fn vcpu_pack_select(
+        &mut self,
+        sys: &mut System,
+        p: TaskId,
+        prev_cpu: usize,
+        this_cpu: usize,
+        flags: WakeFlags,
+    ) -> Option<usize> {
+        let bits = VCPU_PACK_HOSTS;
+        if sys.tasks[p].nr_cpus_allowed(sys.ncpus()) == 1 {
+            return None;
+        }
+        if flags.reason != SelectReason::Wakeup {
+            return (bits & VCPU_PACK_FORK != 0 && self.vcpu_pack_room(sys, p, this_cpu, this_cpu)).then_some(this_cpu);
+        }
+        if bits & VCPU_PACK_FROM_IDLE != 0
+            && sys.curr(this_cpu).is_none()
+            && self.rq[this_cpu].cfs.h_nr_running == 0
+            && self.rq[this_cpu].stopper.is_none()
+            && sys.tasks[p].can_run_on(this_cpu)
+        {
+            return Some(this_cpu);
+        }
+        if bits & VCPU_PACK_SYNC != 0 && flags.sync && self.vcpu_pack_room(sys, p, this_cpu, this_cpu) {
+            return Some(this_cpu);
+        }
+        if bits & VCPU_PACK_BUSY != 0 {
+            if !self.idle_cpu(sys, prev_cpu) && self.vcpu_pack_room(sys, p, prev_cpu, this_cpu) {
+                return Some(prev_cpu);
+            }
+            if self.vcpu_pack_room(sys, p, this_cpu, this_cpu) {
+                return Some(this_cpu);
+            }
+            for cpu in 0..sys.ncpus() {
+                if sys.tasks[p].can_run_on(cpu) && !self.idle_cpu(sys, cpu) && self.vcpu_pack_room(sys, p, cpu, this_cpu) {
+                    return Some(cpu);
+                }
+            }
+        }
+        None
     }
 
     /// `wake_affine()` (v4.19 L5655).
@@ -145,10 +223,6 @@ impl Cfs {
         prev_cpu: usize,
         sync: bool,
     ) -> usize {
-        // HOST_VCPU_PACK (inferred, not upstream): the wakee is never pulled.
-        if self.feat.host_vcpu_pack {
-            return prev_cpu;
-        }
         let mut target = None;
         if self.feat.wa_idle {
             target = self.wake_affine_idle(sys, this_cpu, prev_cpu, sync);
@@ -170,6 +244,12 @@ impl Cfs {
             SelectReason::Fork => (SD_BALANCE_FORK, false),
             SelectReason::Exec => (SD_BALANCE_EXEC, false),
         };
+        // The hosts' placement comes first, before record_wakee().
+        if self.feat.host_vcpu_pack {
+            if let Some(target) = self.vcpu_pack_select(sys, p, prev_cpu, cpu, flags) {
+                return target;
+            }
+        }
         let waker = sys.curr(cpu);
         let mut want_affine = false;
         if wakeup {
@@ -190,11 +270,6 @@ impl Cfs {
             }
             if want_affine && d.flags & SD_WAKE_AFFINE != 0 && d.span.contains(prev_cpu) {
                 if cpu != prev_cpu {
-                    // HOST_VCPU_PACK_IDLE (a reading under test, not upstream):
-                    // onto the waker's CPU when it has room; else as upstream.
-                    if self.feat.host_vcpu_pack_idle && self.vcpu_pack_room(sys, cpu) {
-                        return cpu;
-                    }
                     new_cpu = self.wake_affine(sys, i, p, waker, cpu, prev_cpu, flags.sync);
                 }
                 sd = None;
