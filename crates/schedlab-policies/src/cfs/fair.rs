@@ -8,7 +8,7 @@ use schedlab_core::sched::{DequeueReason, EnqueueReason, SchedClass, System, Wak
 use schedlab_core::task::TaskId;
 
 use super::domains::{self, KernelVersion};
-use super::pelt::SchedAvg;
+use super::pelt::{SchedAvg, LOAD_AVG_MAX};
 use super::state::{Cfs, CfsRq, DequeueKind, EnqueueFlags, Ent, Rq, Se, StopperWork, TaskGroup, MIN_VRUNTIME_START};
 use super::sysctl::Sysctls;
 use super::weights::{calc_delta, calc_delta_fair, LoadWeight};
@@ -275,6 +275,12 @@ impl Cfs {
             se.avg.update_se(now, on_rq, running, w, runnable);
         }
         let reworked = self.reworked_balancer();
+        // update_cfs_rq_load_avg() and then propagate_entity_load_avg(): the
+        // cfs_rq is brought to `now` first, below.
+        let propagate = match e {
+            Some(Ent::Group(g, _)) if self.version >= KernelVersion::V4_19 => std::mem::take(&mut self.cfs_mut(g, cpu).propagate),
+            _ => false,
+        };
         let load = self.se_weight(self.cfs(q, cpu).load.weight);
         let res = self.res;
         let (version, nr_delayed) = (self.version, self.rq[cpu].nr_delayed);
@@ -286,8 +292,45 @@ impl Cfs {
         let nr = if q == 0 && version >= KernelVersion::V6_18 { cfs.h_nr_running - nr_delayed } else { cfs.h_nr_running };
         let runnable = if reworked { nr as u64 * 1024 } else { res.scale_load_down(cfs.runnable_weight) };
         let decayed = cfs.avg.update_cfs_rq(now, load, runnable, cfs.curr.is_some());
-        if decayed {
+        if propagate {
+            if let Some(Ent::Group(g, _)) = e {
+                self.propagate_entity_util(q, g, cpu);
+            }
+        }
+        if decayed || propagate {
             self.update_tg_load_avg(q, cpu, now);
+        }
+    }
+
+    /// `update_tg_cfs_util()` (fair.c, v4.10+; v6.18 L4553) from
+    /// `propagate_entity_load_avg()`: after a task was attached to or detached
+    /// from group `g`'s cfs_rq on `cpu`, the group entity takes that cfs_rq's
+    /// utilisation and its parent cfs_rq (group `q`) the difference, at once, so
+    /// a task that migrates in brings its utilisation up the hierarchy instead of
+    /// the group entity's own running time building it again. The parent is
+    /// marked in turn (`add_tg_cfs_propagate()`). Load and runnable are not
+    /// propagated here (the group entity's weight follows the shares).
+    pub fn propagate_entity_util(&mut self, q: usize, g: usize, cpu: usize) {
+        let group_util = self.cfs(g, cpu).avg.util_avg;
+        let divider = self.cfs(q, cpu).avg.divider();
+        let se = &mut self.ent_mut(Ent::Group(g, cpu)).avg;
+        let delta_avg = group_util as i64 - se.util_avg as i64;
+        if delta_avg == 0 {
+            return;
+        }
+        se.util_avg = group_util;
+        let new_sum = (group_util * divider) as i64;
+        let delta_sum = new_sum - i64::from(se.util_sum);
+        se.util_sum = new_sum as u32;
+        let parent = self.cfs_mut(q, cpu);
+        parent.avg.util_avg = (parent.avg.util_avg as i64 + delta_avg).max(0) as u64;
+        parent.avg.util_sum = (i64::from(parent.avg.util_sum) + delta_sum).max(0) as u32;
+        // As update_cfs_rq_load_avg() keeps it: the sum never below what the
+        // average needs at the smallest divider.
+        let min_sum = parent.avg.util_avg * (LOAD_AVG_MAX - 1024);
+        parent.avg.util_sum = parent.avg.util_sum.max(min_sum as u32);
+        if q != 0 {
+            parent.propagate = true;
         }
     }
 
@@ -349,6 +392,8 @@ impl Cfs {
             self.update_load_avg_se(q, cpu, None, now);
             let mut avg = self.ent(e).avg;
             self.cfs_mut(q, cpu).avg.attach(&mut avg, w_down);
+            // add_tg_cfs_propagate(): the group entity above takes it on.
+            self.cfs_mut(q, cpu).propagate = q != 0;
             let se = self.ent_mut(e);
             se.avg = avg;
             se.rq_cpu = cpu;
@@ -600,6 +645,9 @@ impl Cfs {
         let w_down = self.se_weight(self.se[p].load.weight);
         let q = self.task_group[p];
         self.cfs_mut(q, cpu).avg.detach(&avg, w_down);
+        if q != 0 {
+            self.cfs_mut(q, cpu).propagate = true;
+        }
         self.update_tg_load_avg(q, cpu, now);
     }
 

@@ -434,6 +434,31 @@ mod tests {
         assert_eq!(loaded_group("4.19", Some("NO_LOAD_RESOLUTION"), 1024).calc_group_shares(1, 0), 64);
     }
 
+    /// update_tg_cfs_util(): a task attached to a group cfs_rq brings its
+    /// utilisation to the group entity and the root at the group entity's next
+    /// update, and taking it away takes it back; without the mark nothing moves.
+    #[test]
+    fn a_group_entity_takes_its_cfs_rqs_utilisation_when_marked() {
+        let mut c = loaded_group("6.18", None, 1024);
+        let g = Ent::Group(1, 0);
+        c.tg[1].cfs_rq[0].avg.util_avg = 300;
+        c.ent_mut(g).avg.util_avg = 100;
+        c.rq[0].cfs.avg.util_avg = 100;
+        c.propagate_entity_util(0, 1, 0);
+        assert_eq!((c.ent(g).avg.util_avg, c.rq[0].cfs.avg.util_avg), (300, 300));
+        assert!(!c.rq[0].cfs.propagate, "the root is never marked");
+        c.tg[1].cfs_rq[0].avg.util_avg = 50;
+        c.propagate_entity_util(0, 1, 0);
+        assert_eq!((c.ent(g).avg.util_avg, c.rq[0].cfs.avg.util_avg), (50, 50));
+        // Through update_load_avg_se(): only a marked cfs_rq is taken.
+        c.tg[1].cfs_rq[0].avg.util_avg = 400;
+        c.update_load_avg_se(0, 0, Some(g), 0);
+        assert_eq!(c.ent(g).avg.util_avg, 50);
+        c.tg[1].cfs_rq[0].propagate = true;
+        c.update_load_avg_se(0, 0, Some(g), 0);
+        assert_eq!((c.ent(g).avg.util_avg, c.tg[1].cfs_rq[0].propagate), (400, false));
+    }
+
     /// v6.7+ publishes a cfs_rq's load to `tg->load_avg` at most once a
     /// millisecond; v6.6 whenever it moved by more than 1/64.
     #[test]

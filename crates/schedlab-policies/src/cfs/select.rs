@@ -144,7 +144,8 @@ impl Cfs {
     /// its utilisation (`cpu_util()`, plus `p`'s if `p` is not on it) stays
     /// below VCPU_PACK_UTIL_PCT of its capacity. The hosts add util_est to
     /// both utilisations (`cpu_util()`, `task_util_est()`); util_est is not
-    /// modelled, so both are util_avg here.
+    /// modelled, so both are util_avg here (what that leaves out:
+    /// tools/host-kernel-text/README.md, "Left").
     fn vcpu_pack_room(&self, sys: &mut System, p: TaskId, cpu: usize, this_cpu: usize) -> bool {
         sys.charge_search(this_cpu, 1, 0, 0);
         let rq = &self.rq[cpu];

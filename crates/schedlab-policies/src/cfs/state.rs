@@ -155,6 +155,10 @@ pub struct CfsRq {
     pub cfs_tasks: TaskList,
     /// What this cfs_rq last published to `tg->load_avg`.
     pub tg_load_avg_contrib: u64,
+    /// `cfs_rq->propagate` (v4.10+): an entity attached to or detached from this
+    /// group cfs_rq since its group entity last took its utilisation
+    /// (`add_tg_cfs_propagate()`; [`crate::cfs::Cfs::propagate_entity_util`]).
+    pub propagate: bool,
     /// When this cfs_rq last published to `tg->load_avg` (v6.7+, which publishes
     /// at most once a millisecond per cfs_rq); None before the first time.
     pub last_update_tg_load_avg_ns: Option<u64>,
