@@ -9,6 +9,10 @@ use schedlab_core::task::TaskId;
 
 use super::domains::{self, KernelVersion};
 use super::pelt::{SchedAvg, LOAD_AVG_MAX};
+
+/// `UTIL_AVG_UNCHANGED` (v5.13+): the flag in a task's util_est saying its
+/// utilisation has not been recomputed since its enqueue.
+const UTIL_AVG_UNCHANGED: u32 = 0x8000_0000;
 use super::state::{Cfs, CfsRq, DequeueKind, EnqueueFlags, Ent, Rq, Se, StopperWork, TaskGroup, MIN_VRUNTIME_START};
 use super::sysctl::Sysctls;
 use super::weights::{calc_delta, calc_delta_fair, LoadWeight};
@@ -272,7 +276,10 @@ impl Cfs {
             let w = self.se_weight(self.ent(e).load.weight);
             let se = self.ent_mut(e);
             let on_rq = se.on_rq;
-            se.avg.update_se(now, on_rq, running, w, runnable);
+            if se.avg.update_se(now, on_rq, running, w, runnable) {
+                // cfs_se_util_change(): util_avg moved since the task's enqueue.
+                se.util_est &= !UTIL_AVG_UNCHANGED;
+            }
         }
         let reworked = self.reworked_balancer();
         // update_cfs_rq_load_avg() and then propagate_entity_load_avg(): the
@@ -300,6 +307,62 @@ impl Cfs {
         if decayed || propagate {
             self.update_tg_load_avg(q, cpu, now);
         }
+    }
+
+    /// `_task_util_est()`: the task's estimate without its flag.
+    pub fn task_util_est_raw(&self, p: TaskId) -> u64 {
+        u64::from(self.se[p].util_est & !UTIL_AVG_UNCHANGED)
+    }
+
+    /// `task_util_est()`: the larger of the task's utilisation and its estimate.
+    pub fn task_util_est(&self, p: TaskId) -> u64 {
+        self.se[p].avg.util_avg.max(self.task_util_est_raw(p))
+    }
+
+    /// `util_est_enqueue()` (v6.18): the task's estimate joins its CPU's.
+    fn util_est_enqueue(&mut self, cpu: usize, p: TaskId) {
+        let est = self.task_util_est_raw(p);
+        self.rq[cpu].cfs.util_est += est;
+    }
+
+    /// `util_est_dequeue()` (v6.18): and leaves it.
+    fn util_est_dequeue(&mut self, cpu: usize, p: TaskId) {
+        let est = self.task_util_est_raw(p);
+        let cfs = &mut self.rq[cpu].cfs;
+        cfs.util_est = cfs.util_est.saturating_sub(est);
+    }
+
+    /// `util_est_update()` (v6.18 fair.c) at a task's dequeue: on a sleep, unless
+    /// its utilisation has not moved since its enqueue, the estimate follows a
+    /// rise at once and a fall by a quarter of the gap, except within
+    /// UTIL_EST_MARGIN of it or when the task waited for the CPU (its runnable
+    /// average beyond its utilisation by more than the margin).
+    fn util_est_update(&mut self, p: TaskId, sleep: bool) {
+        const UTIL_EST_MARGIN: u64 = 1024 / 100;
+        let se = &mut self.se[p];
+        if !sleep || se.util_est & UTIL_AVG_UNCHANGED != 0 {
+            return;
+        }
+        let mut ewma = u64::from(se.util_est);
+        let dequeued = se.avg.util_avg;
+        if ewma <= dequeued {
+            ewma = dequeued;
+        } else {
+            let diff = ewma - dequeued;
+            if diff >= UTIL_EST_MARGIN && dequeued + UTIL_EST_MARGIN >= se.avg.runnable_load_avg {
+                ewma = ((ewma << 2) - diff) >> 2;
+            }
+        }
+        se.util_est = ewma as u32 | UTIL_AVG_UNCHANGED;
+    }
+
+    /// `cpu_util()` as v6.18 reads it with UTIL_EST: the larger of the CPU's
+    /// utilisation and its enqueued tasks' estimates, capped at its capacity.
+    /// (Read by HOST_VCPU_PACK; the model's other readers of a CPU's utilisation
+    /// take `cpu_util()`, without the estimates.)
+    pub fn cpu_util_est(&self, cpu: usize) -> u64 {
+        let rq = &self.rq[cpu];
+        rq.cfs.avg.util_avg.max(rq.cfs.util_est).min(1024)
     }
 
     /// `update_tg_cfs_util()` (fair.c, v4.10+; v6.18 L4553) from
@@ -392,6 +455,12 @@ impl Cfs {
             self.update_load_avg_se(q, cpu, None, now);
             let mut avg = self.ent(e).avg;
             self.cfs_mut(q, cpu).avg.attach(&mut avg, w_down);
+            if self.reworked_balancer() {
+                // v5.7+ attach_entity_load_avg(): `runnable_sum = runnable_avg *
+                // divider` (a task's runnable counts 1024 per runnable unit), not
+                // the load's sum.
+                avg.runnable_load_sum = avg.runnable_load_avg * avg.divider() / 1024;
+            }
             // add_tg_cfs_propagate(): the group entity above takes it on.
             self.cfs_mut(q, cpu).propagate = q != 0;
             let se = self.ent_mut(e);
@@ -503,6 +572,9 @@ impl Cfs {
     /// not yet queued (as wakeups), then the rest of the path's counts and loads;
     /// plus the STEAL overload bookkeeping.
     pub fn enqueue_task_fair(&mut self, cpu: usize, p: TaskId, wakeup: bool, migrated: bool, now: u64) {
+        if !self.se[p].sched_delayed {
+            self.util_est_enqueue(cpu, p);
+        }
         self.enqueue_task_fair_flags(cpu, p, wakeup, migrated, false, now);
     }
 
@@ -549,6 +621,10 @@ impl Cfs {
     /// the next buddy.
     pub fn dequeue_task_fair(&mut self, cpu: usize, p: TaskId, sleep: bool, now: u64) {
         let kind = if sleep { DequeueKind::Special } else { DequeueKind::Save };
+        if !self.se[p].sched_delayed {
+            self.util_est_dequeue(cpu, p);
+        }
+        self.util_est_update(p, sleep);
         self.dequeue_task_fair_flags(cpu, p, kind, now);
     }
 
@@ -1200,6 +1276,7 @@ impl SchedClass for Cfs {
             // ttwu_runnable() → enqueue_task(ENQUEUE_DELAYED): requeue_delayed_entity().
             // The task never left `rq->cfs_tasks`: its place there is unchanged.
             self.requeue_delayed_entity(q, cpu, Ent::Task(p));
+            self.util_est_enqueue(cpu, p);
             self.rq[cpu].nr_delayed -= 1;
             self.scan.mark(cpu);
             self.nr_total += 1;
@@ -1221,9 +1298,19 @@ impl SchedClass for Cfs {
             let cfs_avg = self.cfs(q, cpu).avg;
             let w = self.se[p].load.weight;
             self.se[p].avg.post_init_util_avg(&cfs_avg, w);
+            if self.reworked_balancer() {
+                // v5.7+: `sa->runnable_avg = sa->util_avg`, not a full runnable
+                // history (attach_entity_load_avg() builds the sum from it).
+                let a = &mut self.se[p].avg;
+                a.runnable_load_avg = a.util_avg;
+            }
         }
         // v6.12 wake_up_new_task() enqueues with ENQUEUE_INITIAL; v6.6 lost it (see task_fork).
         let initial = reason == EnqueueReason::New && self.version >= KernelVersion::V6_12;
+        // enqueue_task_fair() (v6.18): a delayed task moved here is not counted.
+        if !self.se[p].sched_delayed {
+            self.util_est_enqueue(cpu, p);
+        }
         self.enqueue_task_fair_flags(cpu, p, wakeup, migrated, initial, now);
         self.charge_overload_update(sys, cpu, was_overloaded);
         if wakeup {
@@ -1253,6 +1340,11 @@ impl SchedClass for Cfs {
             DequeueReason::Sleep | DequeueReason::Exit => sys.rq_clock(cpu),
             _ => sys.now_ns,
         };
+        // dequeue_task_fair() (v6.18): a delayed task left the sum at its sleep.
+        if !self.se[p].sched_delayed {
+            self.util_est_dequeue(cpu, p);
+        }
+        self.util_est_update(p, reason == DequeueReason::Sleep);
         self.dequeue_task_fair_flags(cpu, p, kind, now);
         self.charge_overload_update(sys, cpu, was_overloaded);
         self.flush_resched(sys);

@@ -142,10 +142,8 @@ impl Cfs {
     /// (`nr_running == cfs.h_nr_queued`: the stopper is the model's other
     /// class), at most one runnable fair task is there besides `p` itself, and
     /// its utilisation (`cpu_util()`, plus `p`'s if `p` is not on it) stays
-    /// below VCPU_PACK_UTIL_PCT of its capacity. The hosts add util_est to
-    /// both utilisations (`cpu_util()`, `task_util_est()`); util_est is not
-    /// modelled, so both are util_avg here (what that leaves out:
-    /// tools/host-kernel-text/README.md, "Left").
+    /// below VCPU_PACK_UTIL_PCT of its capacity, both utilisations with their
+    /// util_est (`cpu_util()`, `task_util_est()`).
     fn vcpu_pack_room(&self, sys: &mut System, p: TaskId, cpu: usize, this_cpu: usize) -> bool {
         sys.charge_search(this_cpu, 1, 0, 0);
         let rq = &self.rq[cpu];
@@ -156,9 +154,9 @@ impl Cfs {
         if self.h_nr_runnable(cpu) > 1 + queued_here {
             return false;
         }
-        let mut util = self.cpu_util(cpu);
+        let mut util = self.cpu_util_est(cpu);
         if sys.tasks[p].cpu != cpu {
-            util += self.se[p].avg.util_avg;
+            util += self.task_util_est(p);
         }
         util * 100 < rq.cpu_capacity * VCPU_PACK_UTIL_PCT
     }

@@ -70,6 +70,9 @@ pub struct Se {
     pub rel_deadline: bool,
     /// v6.12+: `se->sched_delayed`: asleep but still queued (DELAY_DEQUEUE).
     pub sched_delayed: bool,
+    /// A task's `se->avg.util_est` (v4.17+ UTIL_EST): the estimate of its
+    /// utilisation taken at its sleeps, with UTIL_AVG_UNCHANGED in the top bit.
+    pub util_est: u32,
     /// Key in the EEVDF deadline index while in the tree.
     pub dl_key: Option<(u64, u64)>,
 }
@@ -102,6 +105,7 @@ impl Se {
             custom_slice: false,
             rel_deadline: false,
             sched_delayed: false,
+            util_est: 0,
             dl_key: None,
         }
     }
@@ -155,6 +159,9 @@ pub struct CfsRq {
     pub cfs_tasks: TaskList,
     /// What this cfs_rq last published to `tg->load_avg`.
     pub tg_load_avg_contrib: u64,
+    /// `cfs_rq->avg.util_est` (v4.17+, root cfs_rq only): the summed util_est
+    /// of the tasks enqueued here.
+    pub util_est: u64,
     /// `cfs_rq->propagate` (v4.10+): an entity attached to or detached from this
     /// group cfs_rq since its group entity last took its utilisation
     /// (`add_tg_cfs_propagate()`; [`crate::cfs::Cfs::propagate_entity_util`]).
