@@ -8,7 +8,7 @@ use schedlab_core::sched::{DequeueReason, EnqueueReason, SchedClass, System, Wak
 use schedlab_core::task::TaskId;
 
 use super::domains::{self, KernelVersion};
-use super::pelt::{SchedAvg, LOAD_AVG_MAX};
+use super::pelt::{SchedAvg, LOAD_AVG_MAX, SCHED_CAPACITY_SCALE};
 
 /// `UTIL_AVG_UNCHANGED` (v5.13+): the flag in a task's util_est saying its
 /// utilisation has not been recomputed since its enqueue.
@@ -319,14 +319,26 @@ impl Cfs {
         self.se[p].avg.util_avg.max(self.task_util_est_raw(p))
     }
 
+    /// Whether util_est is kept: only HOST_VCPU_PACK reads it, so other runs
+    /// skip the bookkeeping (UTIL_EST itself is v4.17+).
+    fn keeps_util_est(&self) -> bool {
+        self.feat.host_vcpu_pack
+    }
+
     /// `util_est_enqueue()` (v6.18): the task's estimate joins its CPU's.
     fn util_est_enqueue(&mut self, cpu: usize, p: TaskId) {
+        if !self.keeps_util_est() {
+            return;
+        }
         let est = self.task_util_est_raw(p);
         self.rq[cpu].cfs.util_est += est;
     }
 
     /// `util_est_dequeue()` (v6.18): and leaves it.
     fn util_est_dequeue(&mut self, cpu: usize, p: TaskId) {
+        if !self.keeps_util_est() {
+            return;
+        }
         let est = self.task_util_est_raw(p);
         let cfs = &mut self.rq[cpu].cfs;
         cfs.util_est = cfs.util_est.saturating_sub(est);
@@ -338,9 +350,12 @@ impl Cfs {
     /// UTIL_EST_MARGIN of it or when the task waited for the CPU (its runnable
     /// average beyond its utilisation by more than the margin).
     fn util_est_update(&mut self, p: TaskId, sleep: bool) {
-        const UTIL_EST_MARGIN: u64 = 1024 / 100;
+        const UTIL_EST_MARGIN: u64 = SCHED_CAPACITY_SCALE / 100;
+        if !sleep || !self.keeps_util_est() {
+            return;
+        }
         let se = &mut self.se[p];
-        if !sleep || se.util_est & UTIL_AVG_UNCHANGED != 0 {
+        if se.util_est & UTIL_AVG_UNCHANGED != 0 {
             return;
         }
         let mut ewma = u64::from(se.util_est);
@@ -357,12 +372,13 @@ impl Cfs {
     }
 
     /// `cpu_util()` as v6.18 reads it with UTIL_EST: the larger of the CPU's
-    /// utilisation and its enqueued tasks' estimates, capped at its capacity.
+    /// utilisation and its enqueued tasks' estimates, capped at its capacity
+    /// (`arch_scale_cpu_capacity()`: SCHED_CAPACITY_SCALE on the modelled machines).
     /// (Read by HOST_VCPU_PACK; the model's other readers of a CPU's utilisation
     /// take `cpu_util()`, without the estimates.)
     pub fn cpu_util_est(&self, cpu: usize) -> u64 {
         let rq = &self.rq[cpu];
-        rq.cfs.avg.util_avg.max(rq.cfs.util_est).min(1024)
+        rq.cfs.avg.util_avg.max(rq.cfs.util_est).min(SCHED_CAPACITY_SCALE)
     }
 
     /// `update_tg_cfs_util()` (fair.c, v4.10+; v6.18 L4553) from
@@ -392,8 +408,15 @@ impl Cfs {
         // average needs at the smallest divider.
         let min_sum = parent.avg.util_avg * (LOAD_AVG_MAX - 1024);
         parent.avg.util_sum = parent.avg.util_sum.max(min_sum as u32);
+        self.add_tg_cfs_propagate(q, cpu);
+    }
+
+    /// `add_tg_cfs_propagate()` (v4.10+): group `q`'s cfs_rq on `cpu` changed
+    /// under its group entity, which takes it on at its next update. The root
+    /// has no entity above it.
+    fn add_tg_cfs_propagate(&mut self, q: usize, cpu: usize) {
         if q != 0 {
-            parent.propagate = true;
+            self.cfs_mut(q, cpu).propagate = true;
         }
     }
 
@@ -461,8 +484,7 @@ impl Cfs {
                 // the load's sum.
                 avg.runnable_load_sum = avg.runnable_load_avg * avg.divider() / 1024;
             }
-            // add_tg_cfs_propagate(): the group entity above takes it on.
-            self.cfs_mut(q, cpu).propagate = q != 0;
+            self.add_tg_cfs_propagate(q, cpu);
             let se = self.ent_mut(e);
             se.avg = avg;
             se.rq_cpu = cpu;
@@ -572,14 +594,16 @@ impl Cfs {
     /// not yet queued (as wakeups), then the rest of the path's counts and loads;
     /// plus the STEAL overload bookkeeping.
     pub fn enqueue_task_fair(&mut self, cpu: usize, p: TaskId, wakeup: bool, migrated: bool, now: u64) {
-        if !self.se[p].sched_delayed {
-            self.util_est_enqueue(cpu, p);
-        }
         self.enqueue_task_fair_flags(cpu, p, wakeup, migrated, false, now);
     }
 
     /// `enqueue_task_fair()` with ENQUEUE_INITIAL (a new task, v6.12+).
     pub fn enqueue_task_fair_flags(&mut self, cpu: usize, p: TaskId, wakeup: bool, migrated: bool, initial: bool, now: u64) {
+        // enqueue_task_fair() (v6.18): a delayed task moved here is not counted
+        // (a delayed wakee's requeue counts it, `ttwu_runnable()`'s path).
+        if !self.se[p].sched_delayed {
+            self.util_est_enqueue(cpu, p);
+        }
         let mut at = Some(Ent::Task(p));
         let (mut wakeup, mut migrated, mut initial) = (wakeup, migrated, initial);
         while let Some(e) = at {
@@ -621,10 +645,6 @@ impl Cfs {
     /// the next buddy.
     pub fn dequeue_task_fair(&mut self, cpu: usize, p: TaskId, sleep: bool, now: u64) {
         let kind = if sleep { DequeueKind::Special } else { DequeueKind::Save };
-        if !self.se[p].sched_delayed {
-            self.util_est_dequeue(cpu, p);
-        }
-        self.util_est_update(p, sleep);
         self.dequeue_task_fair_flags(cpu, p, kind, now);
     }
 
@@ -637,6 +657,14 @@ impl Cfs {
     /// it) leaves still delayed.
     pub fn dequeue_task_fair_flags(&mut self, cpu: usize, p: TaskId, kind: DequeueKind, now: u64) {
         let was_delayed = self.se[p].sched_delayed;
+        // dequeue_task_fair() (v6.18): a delayed task left the sum at its sleep;
+        // the final dequeue of a picked delayed task does not come through it.
+        if kind != DequeueKind::Delayed {
+            if !was_delayed {
+                self.util_est_dequeue(cpu, p);
+            }
+            self.util_est_update(p, matches!(kind, DequeueKind::Sleep | DequeueKind::Special));
+        }
         if was_delayed {
             // Already out of the runnable count since its dequeue was delayed
             // (v6.14+'s `h_nr_runnable`, which the root's runnable signal reads
@@ -721,9 +749,7 @@ impl Cfs {
         let w_down = self.se_weight(self.se[p].load.weight);
         let q = self.task_group[p];
         self.cfs_mut(q, cpu).avg.detach(&avg, w_down);
-        if q != 0 {
-            self.cfs_mut(q, cpu).propagate = true;
-        }
+        self.add_tg_cfs_propagate(q, cpu);
         self.update_tg_load_avg(q, cpu, now);
     }
 
@@ -1299,18 +1325,16 @@ impl SchedClass for Cfs {
             let w = self.se[p].load.weight;
             self.se[p].avg.post_init_util_avg(&cfs_avg, w);
             if self.reworked_balancer() {
-                // v5.7+: `sa->runnable_avg = sa->util_avg`, not a full runnable
-                // history (attach_entity_load_avg() builds the sum from it).
+                // post_init_entity_util_avg() (v5.10+ as modelled; the runnable
+                // signal came in the v5.7 cycle): `sa->runnable_avg =
+                // sa->util_avg`, not a full runnable history
+                // (attach_entity_load_avg() builds the sum from it).
                 let a = &mut self.se[p].avg;
                 a.runnable_load_avg = a.util_avg;
             }
         }
         // v6.12 wake_up_new_task() enqueues with ENQUEUE_INITIAL; v6.6 lost it (see task_fork).
         let initial = reason == EnqueueReason::New && self.version >= KernelVersion::V6_12;
-        // enqueue_task_fair() (v6.18): a delayed task moved here is not counted.
-        if !self.se[p].sched_delayed {
-            self.util_est_enqueue(cpu, p);
-        }
         self.enqueue_task_fair_flags(cpu, p, wakeup, migrated, initial, now);
         self.charge_overload_update(sys, cpu, was_overloaded);
         if wakeup {
@@ -1340,11 +1364,6 @@ impl SchedClass for Cfs {
             DequeueReason::Sleep | DequeueReason::Exit => sys.rq_clock(cpu),
             _ => sys.now_ns,
         };
-        // dequeue_task_fair() (v6.18): a delayed task left the sum at its sleep.
-        if !self.se[p].sched_delayed {
-            self.util_est_dequeue(cpu, p);
-        }
-        self.util_est_update(p, reason == DequeueReason::Sleep);
         self.dequeue_task_fair_flags(cpu, p, kind, now);
         self.charge_overload_update(sys, cpu, was_overloaded);
         self.flush_resched(sys);

@@ -11,22 +11,6 @@ use schedlab_core::task::TaskId;
 use super::domains::{KernelVersion, SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_BALANCE_WAKE, SD_NUMA, SD_WAKE_AFFINE};
 use super::state::Cfs;
 
-/// HOST_VCPU_PACK's parts, the bits of the hosts' `sched_vcpu_pack=15` (all four
-/// on): the meaning of each is read from the hosts' kernel text (docs/policies/eevdf.md,
-/// "A host's own placement"); the names are this project's.
-/// A wakeup from an interrupt on an idle CPU (the waker is the idle task) onto
-/// that CPU, when nothing is queued there.
-const VCPU_PACK_FROM_IDLE: u32 = 0x1;
-/// A sync wakeup onto the waker's CPU when it has room.
-const VCPU_PACK_SYNC: u32 = 0x2;
-/// Any wakeup onto a busy CPU with room: the previous one, the waker's, then the
-/// first in CPU order.
-const VCPU_PACK_BUSY: u32 = 0x4;
-/// A fork or exec onto the parent's (or exec'ing task's) CPU when it has room.
-const VCPU_PACK_FORK: u32 = 0x8;
-/// The hosts' value.
-const VCPU_PACK_HOSTS: u32 = VCPU_PACK_FROM_IDLE | VCPU_PACK_SYNC | VCPU_PACK_BUSY | VCPU_PACK_FORK;
-
 /// `vcpu_pack_room()`'s utilisation bound: the CPU's utilisation with the task
 /// added must stay below this per cent of its capacity (the hosts' text compares
 /// `util * 100` with `capacity * 70`).
@@ -162,12 +146,9 @@ impl Cfs {
     }
 
     /// HOST_VCPU_PACK: the hosts' placement ahead of upstream's in
-    /// `select_task_rq_fair()` (vendor 6.18.44 with `sched_vcpu_pack=15`; a task
-    /// allowed on one CPU only takes upstream's path). A fork or exec packs onto
-    /// `this_cpu` if it has room; a wakeup, in this order: from an interrupt on
-    /// an idle CPU, onto it; if sync, onto the waker's CPU with room; onto the
-    /// busy previous CPU with room, the waker's CPU with room, or the first busy
-    /// CPU with room. None: upstream places the task.
+    /// `select_task_rq_fair()` (vendor 6.18.44 with `sched_vcpu_pack=15`, all
+    /// four of its bits on; a task allowed on one CPU only takes upstream's
+    /// path). None: upstream places the task.
     fn vcpu_pack_select(
         &mut self,
         sys: &mut System,
@@ -176,38 +157,36 @@ impl Cfs {
         this_cpu: usize,
         flags: WakeFlags,
     ) -> Option<usize> {
-        let bits = VCPU_PACK_HOSTS;
         if sys.tasks[p].nr_cpus_allowed(sys.ncpus()) == 1 {
             return None;
         }
+        // Bit 0x8: a fork or exec onto this CPU if it has room.
         if flags.reason != SelectReason::Wakeup {
-            return (bits & VCPU_PACK_FORK != 0 && self.vcpu_pack_room(sys, p, this_cpu, this_cpu)).then_some(this_cpu);
+            return self.vcpu_pack_room(sys, p, this_cpu, this_cpu).then_some(this_cpu);
         }
-        if bits & VCPU_PACK_FROM_IDLE != 0
-            && sys.curr(this_cpu).is_none()
+        // Bit 0x1: a wakeup from an interrupt on an idle CPU (the waker is the
+        // idle task) stays there when nothing is queued on it.
+        if sys.curr(this_cpu).is_none()
             && self.rq[this_cpu].cfs.h_nr_running == 0
             && self.rq[this_cpu].stopper.is_none()
             && sys.tasks[p].can_run_on(this_cpu)
         {
             return Some(this_cpu);
         }
-        if bits & VCPU_PACK_SYNC != 0 && flags.sync && self.vcpu_pack_room(sys, p, this_cpu, this_cpu) {
+        // Bit 0x2: a sync wakeup onto the waker's CPU if it has room.
+        if flags.sync && self.vcpu_pack_room(sys, p, this_cpu, this_cpu) {
             return Some(this_cpu);
         }
-        if bits & VCPU_PACK_BUSY != 0 {
-            if !self.idle_cpu(sys, prev_cpu) && self.vcpu_pack_room(sys, p, prev_cpu, this_cpu) {
-                return Some(prev_cpu);
-            }
-            if self.vcpu_pack_room(sys, p, this_cpu, this_cpu) {
-                return Some(this_cpu);
-            }
-            for cpu in 0..sys.ncpus() {
-                if sys.tasks[p].can_run_on(cpu) && !self.idle_cpu(sys, cpu) && self.vcpu_pack_room(sys, p, cpu, this_cpu) {
-                    return Some(cpu);
-                }
-            }
+        // Bit 0x4: the busy previous CPU with room, the waker's with room, or
+        // the first busy CPU with room.
+        if !self.idle_cpu(sys, prev_cpu) && self.vcpu_pack_room(sys, p, prev_cpu, this_cpu) {
+            return Some(prev_cpu);
         }
-        None
+        if self.vcpu_pack_room(sys, p, this_cpu, this_cpu) {
+            return Some(this_cpu);
+        }
+        (0..sys.ncpus())
+            .find(|&cpu| sys.tasks[p].can_run_on(cpu) && !self.idle_cpu(sys, cpu) && self.vcpu_pack_room(sys, p, cpu, this_cpu))
     }
 
     /// `wake_affine()` (v4.19 L5655).
