@@ -1237,6 +1237,16 @@ impl SchedClass for Cfs {
             self.task_group.resize(p + 1, 0);
         }
         self.se[p] = se;
+        if let Some(pp) = parent {
+            // dup_task_struct() copies the parent's task_struct and nothing in
+            // sched_fork() resets the wake_wide() history (v3.12+, still so in
+            // v6.18): the child starts with the parent's wakee_flips, its decay
+            // stamp and its last wakee.
+            let (flips, decay_ts, last) = (self.se[pp].wakee_flips, self.se[pp].wakee_flip_decay_ts, self.se[pp].last_wakee);
+            self.se[p].wakee_flips = flips;
+            self.se[p].wakee_flip_decay_ts = decay_ts;
+            self.se[p].last_wakee = last;
+        }
         let q = sys.tasks[p].group;
         self.task_group[p] = q;
         self.update_curr(q, cpu, now);
