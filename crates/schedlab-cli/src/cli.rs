@@ -242,6 +242,14 @@ pub struct RunArgs {
     /// autogroup there).
     #[arg(long)]
     pub autogroup: Option<String>,
+    /// The wake_wide() history (Linux wakee_flips) of the process that starts
+    /// the workload, which its first task inherits at fork as every child
+    /// does: how many times that process switched the task it woke in the
+    /// last second or so. 0: a launcher that woke nobody, as a shell that only
+    /// forks and waits. `schedlab validate` uses what its own real launcher
+    /// carries (docs/validate.md).
+    #[arg(long, value_parser = whole::<u64>, default_value_t = 0)]
+    pub launcher_wakee_flips: u64,
     /// Check invariants while running (slower).
     #[arg(long)]
     pub check: bool,
@@ -270,6 +278,7 @@ impl RunArgs {
             hz: self.hz,
             preempt: self.preempt.clone(),
             autogroup: self.autogroup.clone(),
+            launcher_wakee_flips: self.launcher_wakee_flips,
             check: self.check,
         }
     }
@@ -441,6 +450,11 @@ pub struct ValidateArgs {
     /// CONFIG_HZ of the simulated kernel (this project's hosts run HZ=250).
     #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 250)]
     pub hz: u64,
+    /// The simulated launcher's wakee_flips (see `schedlab run --help`).
+    /// Default: what validate's own process carries when it starts a real
+    /// run on these hosts, read from their kernel (docs/validate.md).
+    #[arg(long, value_parser = whole::<u64>, default_value_t = crate::validate::VALIDATE_LAUNCHER_WAKEE_FLIPS)]
+    pub launcher_wakee_flips: u64,
     /// Run the real side on these CPUs only, and simulate the host topology's part on them.
     #[arg(long)]
     pub cpus: Option<String>,

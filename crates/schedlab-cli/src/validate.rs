@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use schedlab_core::error::SpecError;
-use schedlab_core::sched::PreemptModel;
+use schedlab_core::sched::{Launcher, PreemptModel};
 use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
 use schedlab_host::calibrate::{HostSignature, HOST_STATE_FACTOR};
 use schedlab_host::real::{self, RealResult};
@@ -322,6 +322,15 @@ pub struct RowResult {
     pub cells: Vec<Cell>,
 }
 
+/// The `wakee_flips` validate's process carries when it forks a real run, so
+/// what the run's first task inherits (`dup_task_struct()`): read from the
+/// hosts' kernel at every fork of a validate run (tools/host-wake-affine/,
+/// `forks` mode): 2 to 4, most often 3. It is not zero because validate
+/// itself wakes other tasks (its host-state readings, its output thread); a
+/// launcher that woke nobody (0) makes the hosts' pipe messaging migrate
+/// several times more (docs/validate.md).
+pub const VALIDATE_LAUNCHER_WAKEE_FLIPS: u64 = 3;
+
 /// What the simulated side runs as.
 #[derive(Clone)]
 pub struct SimSide {
@@ -338,6 +347,8 @@ pub struct SimSide {
     pub preempt_dynamic: (bool, String),
     pub autogroup: bool,
     pub hz: u64,
+    /// The wake_wide() history the workload's first task inherits.
+    pub launcher: Launcher,
 }
 
 impl SimSide {
@@ -355,6 +366,7 @@ impl SimSide {
                 preempt: self.preempt,
                 preempt_dynamic: self.preempt_dynamic.0,
                 autogroup: self.autogroup,
+                launcher: self.launcher,
                 ..RunConfig::default()
             },
         }
@@ -486,6 +498,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         preempt_dynamic,
         autogroup,
         hz: a.hz,
+        launcher: Launcher { wakee_flips: a.launcher_wakee_flips },
     };
 
     // Real runs, one at a time.
@@ -884,7 +897,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
     let mut out = format!(
         "schedlab validate: suite {}, {} real and {} simulated runs per row\n\
          real:      Linux {}, each run its own session (setsid); counters: {}\n\
-         simulated: {} on the host topology ({} CPUs), preempt={} ({}){}, autogroup {}, HZ={}, machine: {}\n{}\
+         simulated: {} on the host topology ({} CPUs), preempt={} ({}){}, autogroup {}, HZ={}, launcher wakee_flips {}, machine: {}\n{}\
          {}agreement: elapsed within +-{}%, context switches within +-{}%, migrations within {}x where the real median >= {}\n\n",
         h.suite,
         h.runs,
@@ -898,6 +911,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
         if sim.preempt_dynamic.0 { format!(" of a PREEMPT_DYNAMIC build ({})", sim.preempt_dynamic.1) } else { String::new() },
         if sim.autogroup { "on" } else { "off" },
         sim.hz,
+        sim.launcher.wakee_flips,
         sim.machine_origin,
         host_feature_notes(&sim.policy),
         h.host_state.as_ref().map_or_else(String::new, HostState::text),
@@ -967,7 +981,7 @@ pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult], also: &[(Strin
         "simulated": {
             "policy": sim.policy, "ncpus": sim.topo.ncpus(), "preempt": sim.preempt.name(),
             "preempt_source": sim.preempt_origin,
-            "preempt_dynamic": sim.preempt_dynamic.0, "preempt_dynamic_source": sim.preempt_dynamic.1, "autogroup": sim.autogroup, "hz": sim.hz, "machine": sim.machine_origin,
+            "preempt_dynamic": sim.preempt_dynamic.0, "preempt_dynamic_source": sim.preempt_dynamic.1, "autogroup": sim.autogroup, "hz": sim.hz, "launcher_wakee_flips": sim.launcher.wakee_flips, "machine": sim.machine_origin,
             // Every profile the simulated side used (one per host state), as
             // `schedlab calibrate` writes them: what reproduces the simulated side.
             "machine_profiles": sim.machines.iter().map(MachineProfile::to_toml).collect::<Vec<_>>(),

@@ -21,8 +21,8 @@ use crate::memory::MemoryModel;
 use crate::program::{ForkKind, MemAt, Op, OpResult, Program, DEFAULT_WORKING_SET_BYTES};
 use crate::rng::{SimRng, Stream};
 use crate::sched::{
-    Charge, CpuState, DequeueReason, EnqueueReason, IrqOffStats, PreemptModel, Request, SchedClass, SelectReason, System,
-    TaskGroupInfo, WakeFlags, ROOT_TASK_GROUP_SHARES,
+    Charge, CpuState, DequeueReason, EnqueueReason, IrqOffStats, Launcher, PreemptModel, Request, SchedClass, SelectReason,
+    System, TaskGroupInfo, WakeFlags, ROOT_TASK_GROUP_SHARES,
 };
 use crate::stats::{latency_histogram, CpuStats};
 use crate::task::{nice_to_weight, Task, TaskId, TaskState};
@@ -145,6 +145,9 @@ pub struct RunConfig {
     /// in a session of its own (as under `setsid`), so it and every task it forks
     /// run in one autogroup, a task group of the root with a nice-0 share.
     pub autogroup: bool,
+    /// What the workload's first task inherits from the process that started
+    /// it, which is not simulated.
+    pub launcher: Launcher,
 }
 
 impl Default for RunConfig {
@@ -159,6 +162,7 @@ impl Default for RunConfig {
             preempt: PreemptModel::None,
             preempt_dynamic: false,
             autogroup: false,
+            launcher: Launcher::default(),
         }
     }
 }
@@ -611,6 +615,8 @@ impl Engine {
         let main: Box<dyn Program> = if e.cfg.autogroup { Box::new(InAutogroup { inner: main, joined: false }) } else { main };
         let p = e.new_task(None, comm.to_string(), false, main, 0);
         e.policy.task_fork(&mut e.sys, p, None);
+        let launcher = e.cfg.launcher;
+        e.policy.task_launched(&mut e.sys, p, &launcher);
         e.activate_new(p, 0);
         e.spawn_background();
         e

@@ -111,6 +111,18 @@ pub enum Charge {
     Find,
 }
 
+/// The scheduler state a workload's first task inherits from the process that
+/// started it (a shell, perf, `schedlab real`), which the simulation does not
+/// run: `dup_task_struct()` copies the parent's task_struct into the child.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Launcher {
+    /// Linux `current->wakee_flips` of the launcher when it forked the
+    /// workload (v3.12+ `record_wakee()`: how often it switched wakee, halved
+    /// once a second). 0: a launcher that woke nobody, as a shell that only
+    /// forks and waits.
+    pub wakee_flips: u64,
+}
+
 /// A scheduling policy. Mirrors `struct sched_class` (kernel/sched/sched.h). The
 /// engine calls these at the kernel's call sites:
 /// wakeup = `select_task_rq` → `enqueue_task` → `check_preempt_curr`;
@@ -128,6 +140,10 @@ pub trait SchedClass {
     /// `sched_fork()`/`task_fork_fair()`: `p` was just created by `parent` and is
     /// not yet runnable.
     fn task_fork(&mut self, _sys: &mut System, _p: TaskId, _parent: Option<TaskId>) {}
+
+    /// After `task_fork(p, None)` for the workload's first task: what it
+    /// inherits from the unsimulated process that started it.
+    fn task_launched(&mut self, _sys: &mut System, _p: TaskId, _launcher: &Launcher) {}
 
     /// `select_task_rq()`: the CPU `p` should run on. `prev_cpu` is where it last
     /// ran, `waker_cpu` where the wakeup (or fork) executes. The engine migrates `p`

@@ -135,7 +135,8 @@ fn run<'py>(
     check: bool,
     events: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let request = RunRequest { topology, machine, policy, workload, seed, sysctls, hz, preempt, autogroup, check };
+    let request =
+        RunRequest { topology, machine, policy, workload, seed, sysctls, hz, preempt, autogroup, launcher_wakee_flips: 0, check };
     let (json, text, lines) = py
         .detach(|| -> Result<(String, String, Option<Vec<Line>>), Failure> {
             let spec = RunSpec::from_request(&request)?;

@@ -53,7 +53,7 @@ pub fn text(spec: &RunSpec, r: &RunResult, wall: Duration) -> String {
     let _ = writeln!(out, "seed={}", r.seed);
     let _ = writeln!(
         out,
-        "schedlab run: policy={} topology={} ({} CPUs) machine={} hz={} preempt={}{}{}",
+        "schedlab run: policy={} topology={} ({} CPUs) machine={} hz={} preempt={}{}{}{}",
         r.policy,
         spec.topo.name,
         n,
@@ -61,7 +61,11 @@ pub fn text(spec: &RunSpec, r: &RunResult, wall: Duration) -> String {
         spec.cfg.hz,
         spec.cfg.preempt.name(),
         if spec.cfg.preempt_dynamic { " (PREEMPT_DYNAMIC build)" } else { "" },
-        if spec.cfg.autogroup { " autogroup" } else { "" }
+        if spec.cfg.autogroup { " autogroup" } else { "" },
+        match spec.cfg.launcher.wakee_flips {
+            0 => String::new(),
+            n => format!(" launcher-wakee-flips={n}"),
+        }
     );
     let _ = writeln!(out, "{}", spec.workload.banner());
     let _ = writeln!(out, "{}", spec.workload.result_line(r));
@@ -223,6 +227,7 @@ pub fn json(spec: &RunSpec, r: &RunResult) -> String {
         "preempt": spec.cfg.preempt.name(),
         "preempt_dynamic": spec.cfg.preempt_dynamic,
         "autogroup": spec.cfg.autogroup,
+        "launcher_wakee_flips": spec.cfg.launcher.wakee_flips,
         "workload": {
             "name": spec.workload.name(),
             "spec": spec.workload.spec(),

@@ -2,7 +2,7 @@
 //! them), checked whole into a `RunSpec` before anything runs or is written.
 
 use schedlab_core::error::SpecError;
-use schedlab_core::sched::{PreemptModel, SchedClass};
+use schedlab_core::sched::{Launcher, PreemptModel, SchedClass};
 use schedlab_core::{Engine, RunConfig, RunResult, Topology};
 use schedlab_workloads::Workload;
 
@@ -31,6 +31,8 @@ pub struct RunRequest {
     pub preempt: Option<String>,
     /// on or off; `None`: off, or the host's for `host`.
     pub autogroup: Option<String>,
+    /// The launcher's `wakee_flips`, inherited by the workload's first task.
+    pub launcher_wakee_flips: u64,
     /// Check invariants while running.
     pub check: bool,
 }
@@ -48,6 +50,7 @@ impl Default for RunRequest {
             hz: 250,
             preempt: None,
             autogroup: None,
+            launcher_wakee_flips: 0,
             check: false,
         }
     }
@@ -81,8 +84,24 @@ impl RunSpec {
         check_preempt_for(preempt, &policy_name, policy.as_ref())?;
         let autogroup = parse_autogroup(a.autogroup.as_deref(), &a.topology)?;
         let preempt_dynamic = host_preempt_dynamic(a.preempt.as_deref(), &a.topology);
-        let cfg =
-            RunConfig { seed: a.seed, hz: a.hz, check: a.check, preempt, preempt_dynamic, autogroup, ..RunConfig::default() };
+        if a.launcher_wakee_flips > u64::from(u32::MAX) {
+            return Err(SpecError::new(
+                "launcher-wakee-flips",
+                a.launcher_wakee_flips.to_string(),
+                "an integer from 0 to 4294967295 (the kernel's unsigned int wakee_flips)",
+            ));
+        }
+        let launcher = Launcher { wakee_flips: a.launcher_wakee_flips };
+        let cfg = RunConfig {
+            seed: a.seed,
+            hz: a.hz,
+            check: a.check,
+            preempt,
+            preempt_dynamic,
+            autogroup,
+            launcher,
+            ..RunConfig::default()
+        };
         Ok(RunSpec { topo, machine, policy: policy_name, sysctls, workload, cfg })
     }
     pub fn engine(&self) -> Engine {

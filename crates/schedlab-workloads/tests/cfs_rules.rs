@@ -4,6 +4,7 @@
 mod common;
 
 use schedlab_core::program::{FnProgram, ForkKind, Op, OpResult};
+use schedlab_core::sched::Launcher;
 use schedlab_core::{Engine, MachineProfile, RunConfig, RunResult, Topology, MARK_END, MARK_START};
 use schedlab_workloads::Workload;
 
@@ -511,4 +512,29 @@ fn a_futex_wakeup_is_not_sync() {
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
     let sleeper = r.tasks.iter().find(|t| t.comm == "sleeper").unwrap();
     assert_eq!(sleeper.migrations, 0, "the wakee stays on its previous CPU: {:?}", r.tasks);
+}
+
+/// The wake_wide() history goes down the process tree: the launcher's
+/// wakee_flips reach the workload's first task and, through every fork, the
+/// hackbench workers. Receivers wake senders rarely, so what they inherit is
+/// what keeps a sender's wakeup of them out of wake_affine(): with 3 (what
+/// validate's own process carries on this project's hosts) nearly every
+/// cross-CPU wakeup is wide and stays on the previous CPU; with 0 (a launcher
+/// that woke nobody) receivers start below sd_llc_size and are pulled to their
+/// sender's CPU. The hosts migrate about 6x more from such a launcher
+/// (docs/validate.md); here the gap must be at least 4x.
+#[test]
+fn the_launchers_wakee_flips_are_inherited_down_to_the_workers() {
+    let migrations = |flips: u64| {
+        let topo = Topology::parse("kvm-2").unwrap();
+        let w = Workload::parse("hackbench groups=1 loops=300 ipc=pipe").unwrap();
+        let policy = schedlab_policies::policy_by_name("eevdf@6.18+HOST_VCPU_PACK", &[]).unwrap();
+        let launcher = Launcher { wakee_flips: flips };
+        let cfg = RunConfig { seed: 1, check: true, autogroup: true, launcher, ..RunConfig::default() };
+        let r = Engine::new(topo, common::unit_profile(), policy, cfg, w.main_comm(), w.main_program()).run();
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        r.total().migrations_in
+    };
+    let (quiet, busy) = (migrations(0), migrations(3));
+    assert!(quiet >= 4 * busy.max(1), "launcher with 0 flips: {quiet} migrations; with 3: {busy}");
 }

@@ -4,7 +4,7 @@
 //! in `group.rs`); every function takes the cfs_rq it works on as (group, CPU),
 //! group 0 being the CPU's root runqueue.
 
-use schedlab_core::sched::{DequeueReason, EnqueueReason, SchedClass, System, WakeFlags};
+use schedlab_core::sched::{DequeueReason, EnqueueReason, Launcher, SchedClass, System, WakeFlags};
 use schedlab_core::task::TaskId;
 
 use super::domains::{self, KernelVersion};
@@ -1268,6 +1268,13 @@ impl SchedClass for Cfs {
         self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
         // Not attached anywhere yet: wake_up_new_task() attaches it where it lands.
         self.se[p].rq_cpu = usize::MAX;
+    }
+
+    /// The launcher's wake_wide() history, inherited as any child's is (above);
+    /// its decay stamp is the run's start.
+    fn task_launched(&mut self, sys: &mut System, p: TaskId, launcher: &Launcher) {
+        self.se[p].wakee_flips = launcher.wakee_flips;
+        self.se[p].wakee_flip_decay_ts = self.jiffies(sys.now_ns);
     }
 
     fn select_exec_cpu(&mut self, sys: &mut System, p: TaskId, cpu: usize) -> usize {
