@@ -83,6 +83,11 @@ pub enum Command {
         /// Run once in this process and print the result as JSON (used by real itself).
         #[arg(long, hide = true)]
         in_process: bool,
+        /// Serve as the launcher of real runs (used by real and validate
+        /// themselves): bring this process's wake_wide() history to zero with
+        /// this many halvings, then run each requested command.
+        #[arg(long, hide = true, value_parser = clap::value_parser!(u32).range(0..=32))]
+        launcher_halvings: Option<u32>,
     },
     /// Run a suite for real on this host and simulated on the host's topology with
     /// its calibrated profile and its kernel's policy, preemption model and
@@ -246,8 +251,8 @@ pub struct RunArgs {
     /// the workload, which its first task inherits at fork as every child
     /// does: how many times that process switched the task it woke in the
     /// last second or so. 0: a launcher that woke nobody, as a shell that only
-    /// forks and waits. `schedlab validate` uses what its own real launcher
-    /// carries (docs/validate.md).
+    /// forks and waits; `schedlab real` and `validate` start their real runs
+    /// from such a launcher (docs/validate.md).
     #[arg(long, value_parser = whole::<u64>, default_value_t = 0)]
     pub launcher_wakee_flips: u64,
     /// Check invariants while running (slower).
@@ -451,9 +456,9 @@ pub struct ValidateArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>, default_value_t = 250)]
     pub hz: u64,
     /// The simulated launcher's wakee_flips (see `schedlab run --help`).
-    /// Default: what validate's own process carries when it starts a real
-    /// run on these hosts, read from their kernel (docs/validate.md).
-    #[arg(long, value_parser = whole::<u64>, default_value_t = crate::validate::VALIDATE_LAUNCHER_WAKEE_FLIPS)]
+    /// Default 0: the real runs start from a launcher process whose count is
+    /// first halved to zero (docs/validate.md).
+    #[arg(long, value_parser = whole::<u64>, default_value_t = 0)]
     pub launcher_wakee_flips: u64,
     /// Run the real side on these CPUs only, and simulate the host topology's part on them.
     #[arg(long)]

@@ -29,7 +29,10 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Swarm { seed, scenarios, jobs } => crate::swarm::run(seed, scenarios, schedlab_spec::parallel::threads(jobs)?),
         Command::Bench { quick, one: None, format, repeat, .. } => crate::bench::run(quick, format == Format::Json, repeat),
         Command::Bench { quick, one: Some(i), policy, .. } => crate::bench::run_one(i, &policy, quick),
-        Command::Real { workload, runs, cpus, timeout_s, format, in_process } => {
+        Command::Real { launcher_halvings: Some(h), .. } => {
+            schedlab_host::launcher::serve(h).map_err(|e| Failure::Host(format!("launcher: {e}")))
+        }
+        Command::Real { workload, runs, cpus, timeout_s, format, in_process, launcher_halvings: None } => {
             crate::validate::real_cmd(&workload, runs, cpus.as_deref(), timeout_s, format == Format::Json, in_process)
         }
         Command::Validate(a) => crate::validate::validate_cmd(&a),

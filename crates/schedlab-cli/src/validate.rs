@@ -20,6 +20,7 @@ use schedlab_core::error::SpecError;
 use schedlab_core::sched::{Launcher, PreemptModel};
 use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
 use schedlab_host::calibrate::{HostSignature, HOST_STATE_FACTOR};
+use schedlab_host::launcher::{QuietLauncher, HALVINGS};
 use schedlab_host::real::{self, RealResult};
 use schedlab_trace::summary;
 use schedlab_workloads::schbench::{REQUEST_LATENCY, WAKEUP_LATENCY};
@@ -85,6 +86,22 @@ fn real_argv(spec: &str, cpus: Option<&[usize]>) -> Result<Vec<String>, Failure>
     Ok(argv)
 }
 
+/// The launcher of real runs: `schedlab real --launcher-halvings N` (the
+/// host crate's `launcher`), brought to a zero wake_wide() history before the
+/// first run.
+fn quiet_launcher() -> Result<QuietLauncher, Failure> {
+    let exe = std::env::current_exe().map_err(|e| Failure::Host(format!("finding the schedlab binary: {e}")))?;
+    progress(&format!(
+        "starting the real runs' launcher ({} halvings of its wake_wide() history, about {} s) ...",
+        HALVINGS,
+        1 + HALVINGS * 11 / 10
+    ));
+    let argv = vec![exe.display().to_string(), "real".into(), "--launcher-halvings".into(), HALVINGS.to_string()];
+    let l = QuietLauncher::start(&argv).map_err(|e| Failure::Host(e.to_string()))?;
+    progress_done();
+    Ok(l)
+}
+
 fn check_linux() -> Result<(), Failure> {
     if std::env::consts::OS != "linux" {
         return Err(Failure::Host(format!("real runs need Linux; this is {}", std::env::consts::OS)));
@@ -122,9 +139,11 @@ pub fn real_cmd(
     }
     schedlab_host::signals::install();
     let argv = real_argv(spec, cpus.as_deref())?;
+    let mut launcher = quiet_launcher()?;
     let mut results = Vec::new();
     for _ in 0..runs {
-        let r = real::run_supervised(&argv, Duration::from_secs(timeout_s)).map_err(|e| Failure::Run(e.to_string()))?;
+        let r =
+            real::run_launched(&mut launcher, &argv, Duration::from_secs(timeout_s)).map_err(|e| Failure::Run(e.to_string()))?;
         if !json_out {
             println!("{}", real_line(&r));
         }
@@ -322,15 +341,6 @@ pub struct RowResult {
     pub cells: Vec<Cell>,
 }
 
-/// The `wakee_flips` validate's process carries when it forks a real run, so
-/// what the run's first task inherits (`dup_task_struct()`): read from the
-/// hosts' kernel at every fork of a validate run (tools/host-wake-affine/,
-/// `forks` mode): 2 to 4, most often 3. It is not zero because validate
-/// itself wakes other tasks (its host-state readings, its output thread); a
-/// launcher that woke nobody (0) makes the hosts' pipe messaging migrate
-/// several times more (docs/validate.md).
-pub const VALIDATE_LAUNCHER_WAKEE_FLIPS: u64 = 3;
-
 /// What the simulated side runs as.
 #[derive(Clone)]
 pub struct SimSide {
@@ -507,6 +517,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     // (these guests share their machines) then spreads over every row instead of
     // landing on the rows that happen to run during a slow stretch.
     let argvs: Vec<Vec<String>> = only.iter().map(|row| real_argv(&row.spec, cpus.as_deref())).collect::<Result<_, _>>()?;
+    let mut launcher = quiet_launcher()?;
     // Each kept real run with the host state it ran in.
     let mut real_results: Vec<Vec<(RealResult, usize)>> = only.iter().map(|_| Vec::new()).collect();
     let mut real_traces: Vec<Option<String>> = only.iter().map(|_| None).collect();
@@ -563,11 +574,11 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         }
         progress(&format!("real {}/{}: {} (run {k})", next, queue.len(), row.name));
         let r = if k == 1 && a.trace.is_some() {
-            let (r, text) = traced_real_run(&argvs[i], limit)?;
+            let (r, text) = traced_real_run(&mut launcher, &argvs[i], limit)?;
             real_traces[i] = Some(text);
             r
         } else {
-            real::run_supervised(&argvs[i], limit).map_err(|e| Failure::Run(format!("{}: {e}", row.name)))?
+            real::run_launched(&mut launcher, &argvs[i], limit).map_err(|e| Failure::Run(format!("{}: {e}", row.name)))?
         };
         counters_used.get_or_insert_with(|| r.counters.clone());
         let ran_in = match (&mut state, last_probe) {
@@ -652,10 +663,10 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
 
 /// The first real run of a row with the scheduler tracepoints on, in a private
 /// tracefs instance removed afterwards whatever happens.
-fn traced_real_run(argv: &[String], limit: Duration) -> Result<(RealResult, String), Failure> {
+fn traced_real_run(launcher: &mut QuietLauncher, argv: &[String], limit: Duration) -> Result<(RealResult, String), Failure> {
     let inst = schedlab_host::tracefs::Instance::open(16384).map_err(|e| Failure::Host(format!("validate --trace: {e}")))?;
     inst.set_on(true).map_err(|e| Failure::Host(format!("validate --trace: {e}")))?;
-    let r = real::run_supervised(argv, limit);
+    let r = real::run_launched(launcher, argv, limit);
     inst.set_on(false).map_err(|e| Failure::Host(format!("validate --trace: {e}")))?;
     let r = r.map_err(|e| Failure::Run(e.to_string()))?;
     let text = inst.read_trace().map_err(|e| Failure::Host(format!("validate --trace: {e}")))?;

@@ -14,6 +14,7 @@ pub mod calibrate;
 pub mod counters;
 pub mod halted_exit;
 pub mod kernel;
+pub mod launcher;
 pub mod real;
 pub mod record;
 pub mod run;

@@ -20,6 +20,7 @@ use schedlab_workloads::Workload;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::TreeCounters;
+use crate::launcher::QuietLauncher;
 use crate::run::{Outcome, Supervised};
 use crate::HostError;
 
@@ -156,6 +157,19 @@ pub fn run_supervised(argv: &[String], limit: Duration) -> Result<RealResult, Ho
     });
     let outcome = child.wait(limit)?;
     let out = reader.join().unwrap_or_default();
+    read_result(outcome, &out, limit)
+}
+
+/// Runs `argv` (a `schedlab real --in-process ...` command line) as a session
+/// started by `launcher`, so from a launcher with no wake_wide() history, and
+/// reads the [`RealResult`] it prints, within `limit`.
+pub fn run_launched(launcher: &mut QuietLauncher, argv: &[String], limit: Duration) -> Result<RealResult, HostError> {
+    let (outcome, out) = launcher.run(argv, limit)?;
+    read_result(outcome, &out, limit)
+}
+
+/// The result line a finished `schedlab real --in-process` printed.
+fn read_result(outcome: Outcome, out: &str, limit: Duration) -> Result<RealResult, HostError> {
     match outcome {
         Outcome::Exited(s) if s.success() => {}
         Outcome::Exited(s) => return Err(HostError::new("the real run", format!("failed ({s})"))),
