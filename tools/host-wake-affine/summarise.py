@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarise a wakeprobe recording (README.md has the slot layout).
 
-    python3 tools/host-wake-affine/summarise.py OUT
+    python3 tools/host-wake-affine/summarise.py OUT            # default or --forks
+    python3 tools/host-wake-affine/summarise.py --eevdf OUT    # --eevdf
 
 Prints the parents' wakee_flips at every fork (run length encoded, in order),
 then for the wakeups whose waker and wakee are both in a task group (the
@@ -14,7 +15,17 @@ hackbench sender).
 import collections
 import sys
 
-TAG_WAKING, TAG_WAKEUP, TAG_FORK = 1, 2, 3
+TAG_WAKING, TAG_WAKEUP, TAG_FORK, TAG_SWITCH = 1, 2, 3, 4
+TIF_NEED_RESCHED = 4  # the generic TIF bits x86 uses from 6.17
+NICE_0_WEIGHT = 1024  # scale_load_down(se->load.weight) of a nice-0 task
+# The hosts' root cfs_rqs (rq + 0x80, wakeprobe.c's RQ): tasks outside them
+# are the workload's (its autogroup).
+ROOT_CFS_RQS = {0xFFFF888627C2BA40 + 0x80, 0xFFFF888627D2BA40 + 0x80}
+U64 = 1 << 64
+
+
+def s64(x):
+    return x - U64 if x >= 1 << 63 else x
 LLC_SIZE = 2  # sd_llc_size of both vCPUs, read from the hosts' per-CPU data
 
 
@@ -68,7 +79,64 @@ def main(path):
         print(f"wakee_flips of wakees of {k} wakers ({len(v)}): quantiles 2,5,25,50,75,95% {quantiles(v)}")
 
 
+def eevdf(path):
+    """Each wakeup of a workload task onto a CPU running another workload task:
+    the running task's eligibility (vruntime_eligible() from the cfs_rq's sums)
+    and protection (vprot > vruntime), the wakee's eligibility and deadline
+    against it, and whether TIF_NEED_RESCHED was set by it (clear at
+    sched_waking, set at sched_wakeup); then how each such request ended: the
+    next sched_switch on that CPU, its prev and prev_state."""
+    recs = [[int(x, 16) for x in line.split()] for line in open(path)]
+    workload = {r[3] for r in recs if r[0] in (TAG_WAKING, TAG_WAKEUP) and r[10] and r[10] not in ROOT_CFS_RQS}
+    waking, pending = {}, {}
+    checks, ends = collections.Counter(), collections.Counter()
+    for r in recs:
+        if r[0] == TAG_SWITCH:
+            if r[2] in pending:
+                curr, local = pending.pop(r[2])
+                state = {0: "R", 1: "S"}.get(r[6], str(r[6]))
+                ends[f"{'local ' if local else 'remote'} {'same task' if r[3] == curr else 'other task'} {state}"] += 1
+            continue
+        if r[0] == TAG_WAKING:
+            waking[r[3]] = r
+            continue
+        if r[0] != TAG_WAKEUP or r[3] not in workload:
+            continue
+        w, curr = waking.pop(r[3], None), r[26]
+        if curr not in workload or r[14] != curr + 0x80:
+            continue  # not the same cfs_rq's running entity
+        if w and w[26] == curr and (w[30] >> TIF_NEED_RESCHED) & 1:
+            continue  # already asked
+        zero, cv = r[13], r[28]
+        avg = s64(r[11]) + s64((cv - zero) % U64) * NICE_0_WEIGHT
+        load = r[12] + NICE_0_WEIGHT
+        curr_elig = s64((cv - zero) % U64) * load <= avg
+        wakee_elig = s64((r[6] - zero) % U64) * load <= avg
+        protected = s64((r[29] - cv) % U64) > 0
+        earlier = s64((r[5] - r[27]) % U64) < 0
+        local = r[4] == r[2] and r[16] == curr
+        key = (
+            f"{'local ' if local else 'remote'} running {'eligible' if curr_elig else 'ineligible'}"
+            f"{' protected' if protected else ''}, wakee {'eligible' if wakee_elig else 'ineligible'}"
+            f" {'earlier' if earlier else 'later'} deadline"
+        )
+        asked = (r[30] >> TIF_NEED_RESCHED) & 1
+        checks[(key, asked)] += 1
+        if asked and r[4] not in pending:
+            pending[r[4]] = (curr, local)
+    print("wakeups onto a running workload task: n, preemption asked")
+    for key in sorted({k for k, _ in checks}):
+        n0, n1 = checks[(key, 0)], checks[(key, 1)]
+        print(f"  {key:70s} {n0 + n1:7d} {n1:7d} ({100 * n1 / (n0 + n1):.0f}%)")
+    print("how the requests ended (next switch on that CPU):")
+    for k, v in sorted(ends.items()):
+        print(f"  {k}: {v}")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: summarise.py OUT")
-    main(sys.argv[1])
+    if len(sys.argv) == 3 and sys.argv[1] == "--eevdf":
+        eevdf(sys.argv[2])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        sys.exit("usage: summarise.py [--eevdf] OUT")

@@ -7,7 +7,7 @@
 // integrity lockdown; see tools/host-kernel-text/). README.md has the layout.
 //
 //   cc -O2 -o /tmp/wakeprobe tools/host-wake-affine/wakeprobe.c
-//   /tmp/wakeprobe [--forks] OUT -- COMMAND...      (root)
+//   /tmp/wakeprobe [--forks|--eevdf] OUT -- COMMAND...      (root)
 //
 // --forks records forks only. One BPF map (64 MiB) and up to three programs,
 // all released at exit; no tracefs setting is changed. OUT gets one line per
@@ -81,6 +81,59 @@ static void task_reads(int treg, int base) {
     rd((base + 7) * 8, 8, BPF_REG_8, 0xa8);
 }
 
+// --eevdf: what check_preempt_wakeup_fair() compares instead (offsets of the
+// hosts' struct sched_entity from update_deadline() and vruntime_eligible()):
+// 5-9 the task's se.deadline, vruntime, vlag (vprot while it runs), slice, and
+// the 8 bytes from on_rq (on_rq, sched_delayed, rel_deadline, custom_slice);
+// 10 its cfs_rq, 11-14 that cfs_rq's avg_vruntime, avg_load, zero_vruntime and
+// curr; 16 current, 17-20 current's deadline, vruntime, vprot, slice, 21 its
+// thread_info flags (TIF_NEED_RESCHED is bit 3), 22 its se.cfs_rq, 23 its
+// se.load.weight, 24 the task's se.load.weight, 25 jiffies, 26 the curr of
+// the task's runqueue, 27-30 its deadline, vruntime, vprot and flags.
+static int eevdf_mode;
+static int load_prog(void);
+
+static void eevdf_reads(void) {
+    rd(5 * 8, 8, BPF_REG_9, 0xa8);
+    rd(6 * 8, 8, BPF_REG_9, 0xf8);
+    rd(7 * 8, 8, BPF_REG_9, 0x100);
+    rd(8 * 8, 8, BPF_REG_9, 0x108);
+    rd(9 * 8, 8, BPF_REG_9, 0xd8);
+    rd(10 * 8, 8, BPF_REG_9, 0x128);
+    ldslot(BPF_REG_8, 10);
+    rd(11 * 8, 8, BPF_REG_8, 0x20);
+    rd(12 * 8, 8, BPF_REG_8, 0x28);
+    rd(13 * 8, 8, BPF_REG_8, 0x30);
+    rd(14 * 8, 8, BPF_REG_8, 0x48);
+    call(BPF_FUNC_get_current_task);
+    mov_reg(BPF_REG_7, BPF_REG_0);
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_7, 16 * 8, 0));
+    rd(17 * 8, 8, BPF_REG_7, 0xa8);
+    rd(18 * 8, 8, BPF_REG_7, 0xf8);
+    rd(19 * 8, 8, BPF_REG_7, 0x100);
+    rd(20 * 8, 8, BPF_REG_7, 0x108);
+    rd(21 * 8, 8, BPF_REG_7, 0x0);
+    rd(22 * 8, 8, BPF_REG_7, 0x128);
+    rd(23 * 8, 8, BPF_REG_7, 0x80);
+    rd(24 * 8, 8, BPF_REG_9, 0x80);
+    rd_abs(25 * 8, 8, JIFFIES);
+    // 26 the curr of the task's runqueue (rq->curr of RQ[task_cpu]), 27-30
+    // its deadline, vruntime, vprot and thread_info flags.
+    ldslot(BPF_REG_8, 4);
+    ld64(BPF_REG_3, RQ[0] + 0xaa0);
+    e(INS(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_8, 0, 2, 0));
+    ld64(BPF_REG_3, RQ[1] + 0xaa0);
+    mov_reg(BPF_REG_1, BPF_REG_6);
+    add_imm(BPF_REG_1, 26 * 8);
+    mov_imm(BPF_REG_2, 8);
+    call(BPF_FUNC_probe_read_kernel);
+    ldslot(BPF_REG_8, 26);
+    rd(27 * 8, 8, BPF_REG_8, 0xa8);
+    rd(28 * 8, 8, BPF_REG_8, 0xf8);
+    rd(29 * 8, 8, BPF_REG_8, 0x100);
+    rd(30 * 8, 8, BPF_REG_8, 0x0);
+}
+
 static int build(int map, int tag) {
     n = 0;
     e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_9, BPF_REG_1, 0, 0)); // p = args[0]
@@ -113,6 +166,10 @@ static int build(int map, int tag) {
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_9, 24, 0));
     zero(4);
     rd(4 * 8, 4, BPF_REG_9, 0x14);
+    if (eevdf_mode) {
+        eevdf_reads();
+        goto done;
+    }
     task_reads(BPF_REG_9, 5); // 5..12
     ldslot(BPF_REG_8, 12);
     rd(13 * 8, 8, BPF_REG_8, 0xa0);
@@ -134,11 +191,17 @@ static int build(int map, int tag) {
     rd_abs(29 * 8 + 4, 4, RQ[1] + 0x98);
     rd(30 * 8, 4, BPF_REG_9, 0x48);
     rd(30 * 8 + 4, 4, BPF_REG_7, 0x48);
+done:;
     int out = n;
     mov_imm(BPF_REG_0, 0);
     e(INS(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
     P[j1].off = out - j1 - 1;
     P[j2].off = out - j2 - 1;
+    return load_prog();
+}
+
+// Loads the program in P.
+static int load_prog(void) {
     static char log[1 << 20];
     union bpf_attr a;
     memset(&a, 0, sizeof a);
@@ -157,6 +220,59 @@ static int build(int map, int tag) {
     return fd;
 }
 
+// --eevdf also records every sched_switch (tag 4): 2 the CPU, 3 prev, 5 the
+// preempt argument, 6 prev_state, 16 next, 21 prev's thread_info flags.
+static int build_switch(int map) {
+    n = 0;
+    e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_1, 0, 0));  // preempt
+    e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_9, BPF_REG_1, 8, 0));  // prev
+    e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_8, BPF_REG_1, 16, 0)); // next
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_7, -16, 0));
+    e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_1, 24, 0)); // prev_state
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_7, -24, 0));
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_8, -32, 0));
+    e(INS(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -4, 0));
+    mov_reg(BPF_REG_2, BPF_REG_10);
+    add_imm(BPF_REG_2, -4);
+    e(INS(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map));
+    e(INS(0, 0, 0, 0, 0));
+    call(BPF_FUNC_map_lookup_elem);
+    int j1 = n;
+    e(INS(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, 0, 0));
+    mov_imm(BPF_REG_1, 1);
+    e(INS(BPF_STX | BPF_ATOMIC | BPF_DW, BPF_REG_0, BPF_REG_1, 0, BPF_ADD | BPF_FETCH));
+    e(INS(BPF_ALU64 | BPF_AND | BPF_K, BPF_REG_1, 0, 0, NREC - 1));
+    add_imm(BPF_REG_1, 1);
+    e(INS(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -8, 0));
+    mov_reg(BPF_REG_2, BPF_REG_10);
+    add_imm(BPF_REG_2, -8);
+    e(INS(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map));
+    e(INS(0, 0, 0, 0, 0));
+    call(BPF_FUNC_map_lookup_elem);
+    int j2 = n;
+    e(INS(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, 0, 0));
+    mov_reg(BPF_REG_6, BPF_REG_0);
+    e(INS(BPF_ST | BPF_MEM | BPF_DW, BPF_REG_6, 0, 0, 4));
+    call(BPF_FUNC_ktime_get_ns);
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_0, 8, 0));
+    call(BPF_FUNC_get_smp_processor_id);
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_0, 16, 0));
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_9, 24, 0));
+    e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_10, -16, 0));
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_7, 5 * 8, 0));
+    e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_10, -24, 0));
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_7, 6 * 8, 0));
+    e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_10, -32, 0));
+    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_7, 16 * 8, 0));
+    rd(21 * 8, 8, BPF_REG_9, 0x0);
+    int out = n;
+    mov_imm(BPF_REG_0, 0);
+    e(INS(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+    P[j1].off = out - j1 - 1;
+    P[j2].off = out - j2 - 1;
+    return load_prog();
+}
+
 static int attach(int prog, const char *name) {
     union bpf_attr a;
     memset(&a, 0, sizeof a);
@@ -172,10 +288,11 @@ static int attach(int prog, const char *name) {
 
 int main(int argc, char **argv) {
     int forks_only = argc > 1 && !strcmp(argv[1], "--forks");
-    argv += forks_only;
-    argc -= forks_only;
+    eevdf_mode = argc > 1 && !strcmp(argv[1], "--eevdf");
+    argv += forks_only + eevdf_mode;
+    argc -= forks_only + eevdf_mode;
     if (argc < 4 || strcmp(argv[2], "--")) {
-        fprintf(stderr, "usage: wakeprobe [--forks] OUT -- COMMAND...\n");
+        fprintf(stderr, "usage: wakeprobe [--forks|--eevdf] OUT -- COMMAND...\n");
         return 2;
     }
     FILE *f = fopen(argv[1], "w");
@@ -197,6 +314,7 @@ int main(int argc, char **argv) {
     int a1 = forks_only ? -1 : attach(build(map, 1), "sched_waking");
     int a2 = forks_only ? -1 : attach(build(map, 2), "sched_wakeup");
     int a3 = attach(build(map, 3), "sched_process_fork");
+    int a4 = eevdf_mode ? attach(build_switch(map), "sched_switch") : -1;
     pid_t c = fork();
     if (c == 0) {
         setsid();
@@ -209,6 +327,7 @@ int main(int argc, char **argv) {
     if (a1 >= 0) close(a1);
     if (a2 >= 0) close(a2);
     close(a3);
+    if (a4 >= 0) close(a4);
     uint64_t rec[NSLOT];
     uint32_t key = 0;
     memset(&a, 0, sizeof a);
