@@ -2,7 +2,8 @@
 //! this host's kernel and in the simulator of that kernel, side by side.
 //!
 //! A real run is `schedlab real --in-process` started as a session of its own
-//! (schedlab-host's `real::run_supervised`); its counters are the kernel's
+//! by a launcher with no wake history (schedlab-host's `real::run_launched`,
+//! `launcher`); its counters are the kernel's
 //! (perf software events, inherited over the whole task tree). The simulated
 //! side runs on the host's topology (from sysfs), with a machine profile measured
 //! by `calibrate` (fresh unless `--machine` names one), the policy modelling the

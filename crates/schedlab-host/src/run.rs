@@ -29,25 +29,12 @@ impl Supervised {
     /// Starts `argv` in a new session. The child also dies with us
     /// (PR_SET_PDEATHSIG), even if we are killed outright.
     pub fn spawn(argv: &[String]) -> Result<Supervised, HostError> {
-        Ok(Self::start(argv, false)?.0)
-    }
-
-    /// Like [`spawn`](Self::spawn), with the child's standard output on a pipe.
-    pub fn spawn_capturing(argv: &[String]) -> Result<(Supervised, std::process::ChildStdout), HostError> {
-        let (child, stdout) = Self::start(argv, true)?;
-        Ok((child, stdout.expect("piped")))
-    }
-
-    fn start(argv: &[String], capture: bool) -> Result<(Supervised, Option<std::process::ChildStdout>), HostError> {
         use std::os::unix::process::CommandExt;
         let Some((prog, args)) = argv.split_first() else {
             return Err(HostError::new("command", "empty"));
         };
         let mut cmd = Command::new(prog);
         cmd.args(args);
-        if capture {
-            cmd.stdout(std::process::Stdio::piped());
-        }
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(|| {
@@ -58,9 +45,8 @@ impl Supervised {
                 Ok(())
             });
         }
-        let mut child = cmd.spawn().map_err(|e| HostError::new(format!("starting '{prog}'"), e))?;
-        let stdout = child.stdout.take();
-        Ok((Supervised { pid: child.id() as libc::pid_t, reaped: false }, stdout))
+        let child = cmd.spawn().map_err(|e| HostError::new(format!("starting '{prog}'"), e))?;
+        Ok(Supervised { pid: child.id() as libc::pid_t, reaped: false })
     }
 
     pub fn pid(&self) -> libc::pid_t {

@@ -3,10 +3,11 @@
 //! means the same thing on both sides), measured with the kernel's own counters
 //! for the whole task tree ([`crate::counters`]).
 //!
-//! A real run happens in a process of its own: [`run_supervised`] starts
-//! `schedlab real --in-process` as a new session (setsid: its own process group
-//! and, with autogroup, its own scheduling group, like a command typed in a new
-//! terminal), which calls [`run_here`] and prints one JSON line. The parent keeps
+//! A real run happens in a process of its own: [`run_launched`] has the
+//! launcher with no wake history ([`crate::launcher`]) start `schedlab real
+//! --in-process` as a new session (setsid: its own process group and, with
+//! autogroup, its own scheduling group, like a command typed in a new
+//! terminal), which calls [`run_here`] and prints one JSON line. The owner keeps
 //! the time limit and Ctrl-C, and kills the whole session on any way out.
 
 pub mod hackbench;
@@ -21,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::TreeCounters;
 use crate::launcher::QuietLauncher;
-use crate::run::{Outcome, Supervised};
+use crate::run::Outcome;
 use crate::HostError;
 
 /// Percentiles of a workload's own latency, ns.
@@ -142,22 +143,6 @@ pub fn run_here(spec: &str, w: &Workload, cpus: Option<&[usize]>) -> Result<Real
         counters: c.source.name().to_string(),
         latencies,
     })
-}
-
-/// Runs `argv` (a `schedlab real --in-process ...` command line) as a supervised
-/// session and reads the [`RealResult`] it prints, within `limit`.
-pub fn run_supervised(argv: &[String], limit: Duration) -> Result<RealResult, HostError> {
-    let (mut child, stdout) = Supervised::spawn_capturing(argv)?;
-    let reader = std::thread::spawn(move || {
-        use std::io::Read;
-        let mut out = String::new();
-        let mut stdout = stdout;
-        let _ = stdout.read_to_string(&mut out);
-        out
-    });
-    let outcome = child.wait(limit)?;
-    let out = reader.join().unwrap_or_default();
-    read_result(outcome, &out, limit)
 }
 
 /// Runs `argv` (a `schedlab real --in-process ...` command line) as a session
