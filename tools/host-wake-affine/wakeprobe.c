@@ -134,16 +134,20 @@ static void eevdf_reads(void) {
     rd(30 * 8, 8, BPF_REG_8, 0x0);
 }
 
-static int build(int map, int tag) {
-    n = 0;
-    e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_9, BPF_REG_1, 0, 0)); // p = args[0]
+// The start every program shares: claims the next map entry (an atomic
+// counter in entry 0 numbers the records), leaves its address in r6 and fills
+// slot 0 with `tag`, 1 with ktime, 2 with the CPU and 3 with the task in r9.
+// The two lookups' null checks jump to the exit finish() emits.
+static int null_jumps[2];
+
+static void begin_record(int map, int tag) {
     e(INS(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -4, 0));
     mov_reg(BPF_REG_2, BPF_REG_10);
     add_imm(BPF_REG_2, -4);
     e(INS(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map));
     e(INS(0, 0, 0, 0, 0));
     call(BPF_FUNC_map_lookup_elem);
-    int j1 = n;
+    null_jumps[0] = n;
     e(INS(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, 0, 0));
     mov_imm(BPF_REG_1, 1);
     e(INS(BPF_STX | BPF_ATOMIC | BPF_DW, BPF_REG_0, BPF_REG_1, 0, BPF_ADD | BPF_FETCH));
@@ -155,7 +159,7 @@ static int build(int map, int tag) {
     e(INS(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map));
     e(INS(0, 0, 0, 0, 0));
     call(BPF_FUNC_map_lookup_elem);
-    int j2 = n;
+    null_jumps[1] = n;
     e(INS(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, 0, 0));
     mov_reg(BPF_REG_6, BPF_REG_0);
     e(INS(BPF_ST | BPF_MEM | BPF_DW, BPF_REG_6, 0, 0, tag));
@@ -164,12 +168,19 @@ static int build(int map, int tag) {
     call(BPF_FUNC_get_smp_processor_id);
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_0, 16, 0));
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_9, 24, 0));
-    zero(4);
-    rd(4 * 8, 4, BPF_REG_9, 0x14);
-    if (eevdf_mode) {
-        eevdf_reads();
-        goto done;
-    }
+}
+
+// The exit, the null checks pointed at it, and the program loaded.
+static int finish(void) {
+    int out = n;
+    mov_imm(BPF_REG_0, 0);
+    e(INS(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+    for (int i = 0; i < 2; i++) P[null_jumps[i]].off = out - null_jumps[i] - 1;
+    return load_prog();
+}
+
+// Slots 5-30 of the default mode (README.md).
+static void affine_reads(void) {
     task_reads(BPF_REG_9, 5); // 5..12
     ldslot(BPF_REG_8, 12);
     rd(13 * 8, 8, BPF_REG_8, 0xa0);
@@ -191,13 +202,21 @@ static int build(int map, int tag) {
     rd_abs(29 * 8 + 4, 4, RQ[1] + 0x98);
     rd(30 * 8, 4, BPF_REG_9, 0x48);
     rd(30 * 8 + 4, 4, BPF_REG_7, 0x48);
-done:;
-    int out = n;
-    mov_imm(BPF_REG_0, 0);
-    e(INS(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
-    P[j1].off = out - j1 - 1;
-    P[j2].off = out - j2 - 1;
-    return load_prog();
+}
+
+// The program for sched_waking (tag 1), sched_wakeup (2) and
+// sched_process_fork (3): the task is args[0].
+static int build(int map, int tag) {
+    n = 0;
+    e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_9, BPF_REG_1, 0, 0));
+    begin_record(map, tag);
+    zero(4);
+    rd(4 * 8, 4, BPF_REG_9, 0x14);
+    if (eevdf_mode)
+        eevdf_reads();
+    else
+        affine_reads();
+    return finish();
 }
 
 // Loads the program in P.
@@ -231,33 +250,7 @@ static int build_switch(int map) {
     e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_1, 24, 0)); // prev_state
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_7, -24, 0));
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_10, BPF_REG_8, -32, 0));
-    e(INS(BPF_ST | BPF_MEM | BPF_W, BPF_REG_10, 0, -4, 0));
-    mov_reg(BPF_REG_2, BPF_REG_10);
-    add_imm(BPF_REG_2, -4);
-    e(INS(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map));
-    e(INS(0, 0, 0, 0, 0));
-    call(BPF_FUNC_map_lookup_elem);
-    int j1 = n;
-    e(INS(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, 0, 0));
-    mov_imm(BPF_REG_1, 1);
-    e(INS(BPF_STX | BPF_ATOMIC | BPF_DW, BPF_REG_0, BPF_REG_1, 0, BPF_ADD | BPF_FETCH));
-    e(INS(BPF_ALU64 | BPF_AND | BPF_K, BPF_REG_1, 0, 0, NREC - 1));
-    add_imm(BPF_REG_1, 1);
-    e(INS(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_1, -8, 0));
-    mov_reg(BPF_REG_2, BPF_REG_10);
-    add_imm(BPF_REG_2, -8);
-    e(INS(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map));
-    e(INS(0, 0, 0, 0, 0));
-    call(BPF_FUNC_map_lookup_elem);
-    int j2 = n;
-    e(INS(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, 0, 0));
-    mov_reg(BPF_REG_6, BPF_REG_0);
-    e(INS(BPF_ST | BPF_MEM | BPF_DW, BPF_REG_6, 0, 0, 4));
-    call(BPF_FUNC_ktime_get_ns);
-    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_0, 8, 0));
-    call(BPF_FUNC_get_smp_processor_id);
-    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_0, 16, 0));
-    e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_9, 24, 0));
+    begin_record(map, 4);
     e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_10, -16, 0));
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_7, 5 * 8, 0));
     e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_10, -24, 0));
@@ -265,12 +258,7 @@ static int build_switch(int map) {
     e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_10, -32, 0));
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_7, 16 * 8, 0));
     rd(21 * 8, 8, BPF_REG_9, 0x0);
-    int out = n;
-    mov_imm(BPF_REG_0, 0);
-    e(INS(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
-    P[j1].off = out - j1 - 1;
-    P[j2].off = out - j2 - 1;
-    return load_prog();
+    return finish();
 }
 
 static int attach(int prog, const char *name) {
@@ -295,7 +283,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: wakeprobe [--forks|--eevdf] OUT -- COMMAND...\n");
         return 2;
     }
-    FILE *f = fopen(argv[1], "w");
+    FILE *f = fopen(argv[1], "we"); // close-on-exec: the command does not inherit it
     if (!f) {
         perror("wakeprobe: OUT");
         return 1;

@@ -2141,8 +2141,7 @@ fn pipe_round_ns(n: usize, rounds: usize) -> Result<(f64, f64)> {
     for _ in 0..n {
         let (r, w) = pipe()?;
         for fd in [r.as_raw_fd(), w.as_raw_fd()] {
-            // SAFETY: fcntl on our own descriptors.
-            unsafe { libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK) };
+            crate::sys::set_nonblocking(fd)?;
         }
         pipes.push((r, w));
     }
@@ -2284,18 +2283,8 @@ impl Drop for Child {
 
 /// Waits for a child, retrying on EINTR.
 fn reap(pid: libc::pid_t) -> Result<()> {
-    let mut status = 0;
-    loop {
-        // SAFETY: status is a valid out-pointer.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            return Ok(());
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(anyhow!("waitpid({pid}): {err}"));
-        }
-    }
+    crate::sys::wait_for(pid)?;
+    Ok(())
 }
 
 /// A child process pinned to one CPU that echoes every byte it reads from one pipe

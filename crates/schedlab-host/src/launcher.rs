@@ -24,11 +24,13 @@
 //! The simulated side then starts from `Launcher::default()` (zero).
 
 use std::io::{BufRead, Read, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::run::Outcome;
+use crate::sys::{pipe, set_nonblocking, wait_for, write_all};
 use crate::{signals, HostError};
 
 /// Halvings of the launcher's count: any count below 2^HALVINGS reaches zero
@@ -71,7 +73,7 @@ impl QuietLauncher {
         let mut proc = cmd.spawn().map_err(|e| HostError::new(format!("starting the launcher '{prog}'"), e))?;
         let requests = proc.stdin.take().expect("piped");
         let replies = proc.stdout.take().expect("piped");
-        set_nonblocking(&replies)?;
+        set_nonblocking(replies.as_raw_fd()).map_err(|e| HostError::new("the launcher's pipe", e))?;
         let mut l = QuietLauncher { proc, requests, replies, pending: String::new(), runs: 0 };
         let limit = Duration::from_secs(10 + 2 * u64::from(HALVINGS));
         let start = Instant::now();
@@ -171,20 +173,6 @@ fn kill_session(session: Option<libc::pid_t>) {
     }
 }
 
-fn set_nonblocking(f: &impl std::os::fd::AsRawFd) -> Result<(), HostError> {
-    let fd = f.as_raw_fd();
-    // SAFETY: fcntl on a pipe this process owns.
-    let ok = unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(HostError::new("the launcher's pipe", std::io::Error::last_os_error()))
-    }
-}
-
 #[derive(serde::Deserialize)]
 struct Request {
     argv: Vec<String>,
@@ -213,7 +201,8 @@ pub fn serve(halvings: u32) -> Result<(), HostError> {
         let reply = match launch(&req) {
             Ok(pid) => {
                 writeln!(stdout, "started {pid}").and_then(|_| stdout.flush()).map_err(|e| HostError::new("replying", e))?;
-                format!("exited {}", reap(pid))
+                let status = wait_for(pid).map_err(|e| HostError::new("waiting for a run", e))?;
+                format!("exited {status}")
             }
             Err(e) => format!("failed {e}"),
         };
@@ -223,6 +212,10 @@ pub fn serve(halvings: u32) -> Result<(), HostError> {
 }
 
 /// Forks `req.argv` as a session of its own with its output in `req.stdout`.
+/// A plain fork and exec, not `std::process::Command`: Command learns of a
+/// failed exec through a close-on-exec pipe it reads until the exec, so the
+/// child's exec would wake the launcher, a wakee the child (the run's first
+/// task) would count in its own wakee_flips.
 fn launch(req: &Request) -> Result<libc::pid_t, HostError> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
@@ -262,66 +255,57 @@ fn launch(req: &Request) -> Result<libc::pid_t, HostError> {
     }
 }
 
-/// Waits for `pid`; its raw wait status.
-fn reap(pid: libc::pid_t) -> i32 {
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
-        }
-    }
-    status
-}
-
 /// `record_wakee()`'s halving, `halvings` times, on this task's count.
 fn quiet_wake_history(halvings: u32) -> Result<(), HostError> {
     let ncpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut fds = [0; 2];
-    // SAFETY: pipe() into a two-int array; the children below only spin or
-    // read and exit (async-signal-safe).
-    unsafe {
-        if libc::pipe(fds.as_mut_ptr()) < 0 {
-            return Err(HostError::new("the launcher's helper pipe", std::io::Error::last_os_error()));
-        }
-        let mut children = Vec::new();
+    let (helper_in, wake) = pipe().map_err(|e| HostError::new("the launcher's helper pipe", e))?;
+    let mut spinners = Vec::new();
+    // SAFETY: the children only spin, or read and exit (async-signal-safe
+    // calls), and die with the launcher.
+    let helper = unsafe {
         for _ in 0..ncpus {
             match libc::fork() {
-                0 => loop {
-                    std::hint::spin_loop();
-                },
-                pid if pid > 0 => children.push(pid),
+                0 => {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                    loop {
+                        std::hint::spin_loop();
+                    }
+                }
+                pid if pid > 0 => spinners.push(pid),
                 _ => {}
             }
         }
-        let helper = libc::fork();
-        if helper == 0 {
-            libc::close(fds[1]);
-            let mut c = 0u8;
-            while libc::read(fds[0], (&mut c as *mut u8).cast(), 1) == 1 {}
-            libc::_exit(0);
-        }
-        libc::close(fds[0]);
-        let mut ok = helper > 0;
-        for i in 0..=halvings {
-            if !ok {
-                break;
+        match libc::fork() {
+            0 => {
+                // Its copy of the write end closed, it sees the end of the
+                // pipe once the launcher closes its own.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                libc::close(wake.as_raw_fd());
+                let mut c = 0u8;
+                while libc::read(helper_in.as_raw_fd(), (&mut c as *mut u8).cast(), 1) == 1 {}
+                libc::_exit(0)
             }
-            // PELT needs a moment to see the spinners' CPUs as full.
-            std::thread::sleep(Duration::from_millis(if i == 0 { 300 } else { 1100 }));
-            ok = libc::write(fds[1], b"w".as_ptr().cast(), 1) == 1;
+            pid => pid,
         }
-        for &pid in &children {
-            libc::kill(pid, libc::SIGKILL);
-        }
-        libc::close(fds[1]);
-        for pid in children.into_iter().chain((helper > 0).then_some(helper)) {
-            reap(pid);
-        }
-        if ok {
-            Ok(())
-        } else {
-            Err(HostError::new("the launcher's halvings", std::io::Error::last_os_error()))
+    };
+    drop(helper_in);
+    // With no helper, the first write fails (no reader).
+    let mut woke = Ok(());
+    for i in 0..=halvings {
+        // PELT needs a moment to see the spinners' CPUs as full.
+        std::thread::sleep(Duration::from_millis(if i == 0 { 300 } else { 1100 }));
+        woke = write_all(wake.as_raw_fd(), b"w");
+        if woke.is_err() {
+            break;
         }
     }
+    for &pid in &spinners {
+        // SAFETY: killing a spinner this process forked.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    drop(wake);
+    for pid in spinners.into_iter().chain((helper > 0).then_some(helper)) {
+        let _ = wait_for(pid);
+    }
+    woke.map_err(|e| HostError::new("the launcher's halvings", e))
 }

@@ -154,3 +154,28 @@ pub fn exact_sleeper_on(cpu: usize) -> io::Result<u32> {
     // SAFETY: gettid has no preconditions.
     Ok(unsafe { libc::gettid() } as u32)
 }
+
+/// O_NONBLOCK on `fd`.
+pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor the caller owns.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } != 0 {
+        return Err(last_err("fcntl(O_NONBLOCK)"));
+    }
+    Ok(())
+}
+
+/// Waits for child `pid` (retrying on EINTR); its raw wait status.
+pub fn wait_for(pid: libc::pid_t) -> io::Result<i32> {
+    let mut status = 0;
+    loop {
+        // SAFETY: status is a valid out-pointer.
+        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
+            return Ok(status);
+        }
+        if !interrupted() {
+            return Err(last_err(&format!("waitpid({pid})")));
+        }
+    }
+}

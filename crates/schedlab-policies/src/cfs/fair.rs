@@ -9,13 +9,13 @@ use schedlab_core::task::TaskId;
 
 use super::domains::{self, KernelVersion};
 use super::pelt::{SchedAvg, LOAD_AVG_MAX, SCHED_CAPACITY_SCALE};
+use super::state::{Cfs, CfsRq, DequeueKind, EnqueueFlags, Ent, Rq, Se, StopperWork, TaskGroup, MIN_VRUNTIME_START};
+use super::sysctl::Sysctls;
+use super::weights::{calc_delta, calc_delta_fair, LoadWeight};
 
 /// `UTIL_AVG_UNCHANGED` (v5.13+): the flag in a task's util_est saying its
 /// utilisation has not been recomputed since its enqueue.
 const UTIL_AVG_UNCHANGED: u32 = 0x8000_0000;
-use super::state::{Cfs, CfsRq, DequeueKind, EnqueueFlags, Ent, Rq, Se, StopperWork, TaskGroup, MIN_VRUNTIME_START};
-use super::sysctl::Sysctls;
-use super::weights::{calc_delta, calc_delta_fair, LoadWeight};
 
 impl Cfs {
     pub fn jiffies(&self, now_ns: u64) -> u64 {
@@ -1231,22 +1231,28 @@ impl SchedClass for Cfs {
         // init_entity_runnable_average(): a new task starts with full load.
         let w = self.se_weight(load.weight);
         let avg = SchedAvg::new_task(w);
-        let se = Se { load, exec_start_ns: now, rq_cpu: cpu, avg, recent_used_cpu: cpu, ..Se::blank() };
+        // dup_task_struct() copies the parent's task_struct and nothing in
+        // sched_fork() resets the wake_wide() history (v3.12+, still so in
+        // v6.18): the child starts with the parent's wakee_flips, its decay
+        // stamp and its last wakee.
+        let (wakee_flips, wakee_flip_decay_ts, last_wakee) =
+            parent.map_or((0, 0, None), |pp| (self.se[pp].wakee_flips, self.se[pp].wakee_flip_decay_ts, self.se[pp].last_wakee));
+        let se = Se {
+            load,
+            exec_start_ns: now,
+            rq_cpu: cpu,
+            avg,
+            recent_used_cpu: cpu,
+            wakee_flips,
+            wakee_flip_decay_ts,
+            last_wakee,
+            ..Se::blank()
+        };
         if p >= self.se.len() {
             self.se.resize(p + 1, se.clone());
             self.task_group.resize(p + 1, 0);
         }
         self.se[p] = se;
-        if let Some(pp) = parent {
-            // dup_task_struct() copies the parent's task_struct and nothing in
-            // sched_fork() resets the wake_wide() history (v3.12+, still so in
-            // v6.18): the child starts with the parent's wakee_flips, its decay
-            // stamp and its last wakee.
-            let (flips, decay_ts, last) = (self.se[pp].wakee_flips, self.se[pp].wakee_flip_decay_ts, self.se[pp].last_wakee);
-            self.se[p].wakee_flips = flips;
-            self.se[p].wakee_flip_decay_ts = decay_ts;
-            self.se[p].last_wakee = last;
-        }
         let q = sys.tasks[p].group;
         self.task_group[p] = q;
         self.update_curr(q, cpu, now);
