@@ -3,6 +3,7 @@
 
     python3 tools/host-wake-affine/summarise.py OUT            # default or --forks
     python3 tools/host-wake-affine/summarise.py --eevdf OUT    # --eevdf
+    python3 tools/host-wake-affine/summarise.py --eevdf --roles OUT
 
 Prints the parents' wakee_flips at every fork (run length encoded, in order),
 then for the wakeups whose waker and wakee are both in a task group (the
@@ -79,15 +80,22 @@ def main(path):
         print(f"wakee_flips of wakees of {k} wakers ({len(v)}): quantiles 2,5,25,50,75,95% {quantiles(v)}")
 
 
-def eevdf(path):
+def eevdf(path, roles=False):
     """Each wakeup of a workload task onto a CPU running another workload task:
     the running task's eligibility (vruntime_eligible() from the cfs_rq's sums)
     and protection (vprot > vruntime), the wakee's eligibility and deadline
     against it, and whether TIF_NEED_RESCHED was set by it (clear at
     sched_waking, set at sched_wakeup); then how each such request ended: the
-    next sched_switch on that CPU, its prev and prev_state."""
+    next sched_switch on that CPU, its prev and prev_state. With `roles`, each
+    category is split by the running task's and the wakee's role in hackbench:
+    a sender (S) is a task that woke others more than 300 times, a receiver (R)
+    any other workload task."""
     recs = [[int(x, 16) for x in line.split()] for line in open(path)]
     workload = {r[3] for r in recs if r[0] in (TAG_WAKING, TAG_WAKEUP) and r[10] and r[10] not in ROOT_CFS_RQS}
+    woke = collections.Counter(r[16] for r in recs if r[0] == TAG_WAKING)
+
+    def role(task):
+        return "S" if woke[task] > 300 else "R"
     waking, pending = {}, {}
     checks, ends = collections.Counter(), collections.Counter()
     for r in recs:
@@ -115,8 +123,9 @@ def eevdf(path):
         protected = s64((r[29] - cv) % U64) > 0
         earlier = s64((r[5] - r[27]) % U64) < 0
         local = r[4] == r[2] and r[16] == curr
+        pair = f" {role(curr)}<-{role(r[3])}" if roles else ""
         key = (
-            f"{'local ' if local else 'remote'} running {'eligible' if curr_elig else 'ineligible'}"
+            f"{'local ' if local else 'remote'}{pair} running {'eligible' if curr_elig else 'ineligible'}"
             f"{' protected' if protected else ''}, wakee {'eligible' if wakee_elig else 'ineligible'}"
             f" {'earlier' if earlier else 'later'} deadline"
         )
@@ -136,7 +145,9 @@ def eevdf(path):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--eevdf":
         eevdf(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1:3] == ["--eevdf", "--roles"]:
+        eevdf(sys.argv[3], roles=True)
     elif len(sys.argv) == 2:
         main(sys.argv[1])
     else:
-        sys.exit("usage: summarise.py [--eevdf] OUT")
+        sys.exit("usage: summarise.py [--eevdf [--roles]] OUT")
