@@ -240,7 +240,12 @@ static int load_prog(void) {
 }
 
 // --eevdf also records every sched_switch (tag 4): 2 the CPU, 3 prev, 5 the
-// preempt argument, 6 prev_state, 16 next, 21 prev's thread_info flags.
+// preempt argument, 6 prev_state, 16 next, 21 prev's thread_info flags; and
+// what the pick left: 7 next's se.vruntime, 8 its se.cfs_rq, 11-13 that
+// cfs_rq's avg_vruntime, avg_load and zero_vruntime (next is its curr by
+// now, out of the sums), 9 prev's se.vlag (set by a sleeping prev's dequeue;
+// vprot if it stays queued), 10 the 8 bytes from prev's se.on_rq, 14 prev's
+// se.vruntime.
 static int build_switch(int map) {
     n = 0;
     e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_1, 0, 0));  // preempt
@@ -258,6 +263,15 @@ static int build_switch(int map) {
     e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_10, -32, 0));
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_7, 16 * 8, 0));
     rd(21 * 8, 8, BPF_REG_9, 0x0);
+    rd(7 * 8, 8, BPF_REG_8, 0xf8);
+    rd(8 * 8, 8, BPF_REG_8, 0x128);
+    rd(9 * 8, 8, BPF_REG_9, 0x100);
+    rd(10 * 8, 8, BPF_REG_9, 0xd8);
+    rd(14 * 8, 8, BPF_REG_9, 0xf8);
+    ldslot(BPF_REG_7, 8);
+    rd(11 * 8, 8, BPF_REG_7, 0x20);
+    rd(12 * 8, 8, BPF_REG_7, 0x28);
+    rd(13 * 8, 8, BPF_REG_7, 0x30);
     return finish();
 }
 
