@@ -220,6 +220,22 @@ pub struct MachineProfile {
     pub pipe_mtime_ns: u64,
     #[serde(default)]
     pub pipe_atime_ns: u64,
+    /// What a pipe write into an empty pipe costs beyond one that merges into
+    /// the last slot: `anon_pipe_write()` (fs/pipe.c, v6.18) sets up a new
+    /// `pipe_buffer` on a spare page instead of merging, and with `was_empty`
+    /// set runs the readers' wake-up (`wake_up_interruptible_sync_poll()` on
+    /// `rd_wait`, its lock taken even when nobody sleeps there).
+    /// `pipe_emptied_ns`: what a read that leaves the pipe empty costs beyond one
+    /// that leaves bytes behind: it releases the last slot (`pipe_buf_release()`,
+    /// the page kept as a spare). `pipe_op_ns` is then the call that merges or
+    /// leaves bytes, as a stream of small messages mostly makes. `schedlab
+    /// calibrate` measures both as 1-byte writes and reads on empty pipes less
+    /// the same on pipes that keep a byte; absent, 0 (`pipe_op_ns` then holds
+    /// them, measured on a pipe emptied at every call).
+    #[serde(default)]
+    pub pipe_was_empty_ns: u64,
+    #[serde(default)]
+    pub pipe_emptied_ns: u64,
     /// One send() / recv() on a loopback TCP connection (TCP_NODELAY), beyond the
     /// system call and the copy: the send pays the whole loopback transmit and
     /// receive path (the receive softirq runs on the sending CPU).
@@ -415,6 +431,8 @@ impl MachineProfile {
             pipe_page_free_ns: 0,
             pipe_mtime_ns: 0,
             pipe_atime_ns: 0,
+            pipe_was_empty_ns: 0,
+            pipe_emptied_ns: 0,
             pipe_write_cold_ns: 0,
             pipe_read_cold_ns: 0,
             pipe_cold_bytes: 0,
@@ -510,6 +528,8 @@ impl MachineProfile {
             ("pipe_page_free_ns", self.pipe_page_free_ns, 0, OP_NS, "ns"),
             ("pipe_mtime_ns", self.pipe_mtime_ns, 0, OP_NS, "ns"),
             ("pipe_atime_ns", self.pipe_atime_ns, 0, OP_NS, "ns"),
+            ("pipe_was_empty_ns", self.pipe_was_empty_ns, 0, OP_NS, "ns"),
+            ("pipe_emptied_ns", self.pipe_emptied_ns, 0, OP_NS, "ns"),
             ("tcp_send_ns", self.tcp_send_ns, 1, OP_NS, "ns"),
             ("tcp_recv_ns", self.tcp_recv_ns, 1, OP_NS, "ns"),
             ("wakeup_ns", self.wakeup_ns, 1, OP_NS, "ns"),

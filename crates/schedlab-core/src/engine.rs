@@ -1860,6 +1860,16 @@ impl Engine {
                     false if pipe.stamps_times && pipe.readable() => c.pipe_op_ns + c.pipe_atime_ns,
                     _ => c.pipe_op_ns,
                 };
+                // A write into an empty pipe starts a slot and tests for
+                // sleeping readers (`was_empty`); a read that takes the last
+                // bytes releases the last slot. Both as the pipe stands when the
+                // call starts.
+                let fixed = fixed
+                    + match write {
+                        true if !pipe.readable() => c.pipe_was_empty_ns,
+                        false if pipe.read_empties(bytes) => c.pipe_emptied_ns,
+                        _ => 0,
+                    };
                 let body = fixed + copy_ns + self.pipe_page_ns(pipe, p, rw, retry);
                 entry_ns + body + self.pipe_mutex_taken_ns(cpu, p, rw, entry_ns, body) + self.pipe_cold_ns(rw)
             }

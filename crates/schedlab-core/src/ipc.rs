@@ -218,6 +218,17 @@ impl Pipe {
         !self.slots.is_empty()
     }
 
+    /// Whether a read of `bytes` would leave the pipe empty if it ran now: it
+    /// finds bytes and takes them all (a packet read takes its slot whole).
+    pub fn read_empties(&self, bytes: u64) -> bool {
+        match self.slots.len() {
+            0 => false,
+            1 if self.packet => true,
+            _ if self.packet => false,
+            _ => bytes >= self.bytes(),
+        }
+    }
+
     /// Records that `cpu` wrote the `bytes` a write just queued.
     fn note_writer(&mut self, cpu: usize, bytes: u64) {
         if bytes == 0 {
@@ -500,6 +511,23 @@ impl Channel {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_read_empties_a_pipe_when_it_takes_every_byte_or_the_last_packet() {
+        let mut wake = Vec::new();
+        let mut p = Pipe { tmp_page_slots: 1, ..Pipe::default() };
+        assert!(!p.read_empties(100), "nothing to take");
+        p.write(1, 0, 100, false, &mut wake);
+        p.write(1, 0, 100, false, &mut wake);
+        assert!(!p.read_empties(100));
+        assert!(p.read_empties(200));
+        assert!(p.read_empties(4096));
+        let mut q = Pipe { packet: true, tmp_page_slots: 1, ..Pipe::default() };
+        q.write(1, 0, 512, false, &mut wake);
+        assert!(q.read_empties(100), "a packet read takes its slot whole");
+        q.write(1, 0, 512, false, &mut wake);
+        assert!(!q.read_empties(4096), "one packet per read");
+    }
+
     use super::*;
 
     /// A pipe holding `n` 100-byte messages from writer 1, with nobody woken.

@@ -236,10 +236,26 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
 
     let mut pipe = Pipe::new()?;
     // One byte in and out of a pipe in one process: 2 syscalls + 2 pipe ops, no
-    // blocking, no wakeup (nobody waits).
+    // blocking, no wakeup (nobody waits). Every write finds the pipe empty and
+    // every read empties it: the derived costs below subtract this pair.
     let pipe_rw = time_per_op(plan.reps, plan.pipe_iters, || pipe.write_read(1))?;
-    let pipe_op_ns = floor(pipe_rw / 2.0 - syscall, 1);
-    notes.measured(format!("pipe_op_ns = {pipe_op_ns}: in-process 1-byte write+read {pipe_rw:.0} ns / 2 - syscall"));
+    // The pipe call's own work apart from what emptiness adds: 1-byte writes and
+    // reads on pipes that keep a byte (the write merges, the read leaves one)
+    // against the same on empty pipes (the write starts a slot and tests for
+    // readers, the read releases the slot). A stream of small messages, as
+    // hackbench's, mostly makes the first kind of call.
+    let empty = pipe_empty_ns(&plan, timer_ns)?;
+    let pipe_op_ns = floor((empty.kept_write_ns + empty.kept_read_ns) / 2.0 - syscall, 1);
+    let pipe_was_empty_ns = floor(empty.empty_write_ns - empty.kept_write_ns, 0);
+    let pipe_emptied_ns = floor(empty.empty_read_ns - empty.kept_read_ns, 0);
+    notes.measured(format!(
+        "pipe_op_ns = {pipe_op_ns}, pipe_was_empty_ns = {pipe_was_empty_ns}, pipe_emptied_ns = {pipe_emptied_ns}: \
+         1-byte writes / reads over {EMPTY_PIPES} pipes that keep a byte {:.0} / {:.0} ns a call (pipe_op_ns: \
+         their mean - syscall), on {EMPTY_PIPES} empty pipes {:.0} / {:.0} ns (the write starts a slot and tests \
+         for readers, the read releases it: the differences); in-process 1-byte write+read on one pipe \
+         {pipe_rw:.0} ns",
+        empty.kept_write_ns, empty.kept_read_ns, empty.empty_write_ns, empty.empty_read_ns
+    ));
 
     // The inode time stamps a pipe call updates on kernels before v6.14
     // (`file_update_time()` in a write, `file_accessed()` in a read): a FIFO's
@@ -277,7 +293,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     // written then read in one process, against batches that only use the spare
     // pages the pipe keeps (one, two from v6.15), which allocate and free nothing.
     let spares = host_pipe_spare_pages();
-    let pages = pipe_page_ns(spares, &plan, timer_ns)?;
+    let pages = pipe_page_ns(spares, &plan, timer_ns, (pipe_was_empty_ns as f64, pipe_emptied_ns as f64))?;
     let pipe_page_alloc_ns = floor(pages.alloc_ns, 0);
     let pipe_page_free_ns = floor(pages.free_ns, 0);
     notes.measured(format!(
@@ -484,9 +500,12 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     // wakeup (up to the rq clock update the following switch skips).
     let wakeup_waker_ns = match preempted_wake(host.cpu_a, &plan) {
         Ok(m) if m.preempted_per_write >= PREEMPTED_ENOUGH => {
-            let modelled = context_switch_ns as f64 + syscall + pipe_op_ns as f64;
+            // Its write finds the pipe empty (the reader waits on it), and the
+            // reader's read empties it before its next one waits.
+            let modelled = context_switch_ns as f64 + syscall + (pipe_op_ns + pipe_was_empty_ns) as f64;
             let v = waker_part_ns(m.writer_ns, modelled, wakeup_ns);
-            let reader_model = (wakeup_ns + context_switch_ns + wait_ns + 2 * pipe_op_ns) as f64 + syscall - v as f64;
+            let reader_model =
+                (wakeup_ns + context_switch_ns + wait_ns + 2 * pipe_op_ns + pipe_emptied_ns) as f64 + syscall - v as f64;
             notes.measured(format!(
                 "wakeup_waker_ns = {v}: a SCHED_IDLE writer and a nice-0 reader pinned to one CPU passing single \
                  bytes through a pipe ({:.2} preempted writes per write, {:.0} ns per cycle): the writer charged \
@@ -892,6 +911,8 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         pipe_page_free_ns,
         pipe_mtime_ns,
         pipe_atime_ns,
+        pipe_was_empty_ns,
+        pipe_emptied_ns,
         pipe_read_cold_ns,
         pipe_cold_bytes,
         tcp_send_ns,
@@ -2029,19 +2050,90 @@ fn packet_batch_ns(batch: usize, batches: usize, timer_ns: f64) -> Result<(f64, 
 
 /// What a pipe pays for a slot's page when it keeps no spare: allocating it
 /// (write) and freeing it (read), from batches that fill the ring against
-/// batches that use only the `spares` spare pages.
-fn pipe_page_ns(spares: usize, plan: &Plan, timer_ns: f64) -> Result<PipePages> {
+/// batches that use only the `spares` spare pages. Each batch's first write
+/// finds the pipe empty and its last read empties it (`emptiness`: what the
+/// two cost apart, `pipe_was_empty_ns` and `pipe_emptied_ns`), a larger share
+/// of the calls in the short batches: that share is taken out.
+fn pipe_page_ns(spares: usize, plan: &Plan, timer_ns: f64, emptiness: (f64, f64)) -> Result<PipePages> {
     let batches = plan.unix_batches;
     let (batch_write_ns, batch_read_ns) = packet_batch_ns(PAGE_BATCH, batches, timer_ns)?;
     let (spare_write_ns, spare_read_ns) = packet_batch_ns(spares, batches * PAGE_BATCH / spares, timer_ns)?;
     let per_page = PAGE_BATCH as f64 / (PAGE_BATCH - spares) as f64;
+    let share = 1.0 / spares as f64 - 1.0 / PAGE_BATCH as f64;
     Ok(PipePages {
         batch_write_ns,
         batch_read_ns,
         spare_write_ns,
         spare_read_ns,
-        alloc_ns: (batch_write_ns - spare_write_ns) * per_page,
-        free_ns: (batch_read_ns - spare_read_ns) * per_page,
+        alloc_ns: (batch_write_ns - spare_write_ns + emptiness.0 * share) * per_page,
+        free_ns: (batch_read_ns - spare_read_ns + emptiness.1 * share) * per_page,
+    })
+}
+
+/// Pipes in each batch of [`pipe_empty_ns`].
+const EMPTY_PIPES: usize = 64;
+
+/// Per-call times of [`pipe_empty_ns`].
+struct PipeEmpty {
+    /// On pipes that keep a byte: the write merges, the read leaves one.
+    kept_write_ns: f64,
+    kept_read_ns: f64,
+    /// On empty pipes: the write starts a slot, the read empties the pipe.
+    empty_write_ns: f64,
+    empty_read_ns: f64,
+}
+
+/// 1-byte writes into `EMPTY_PIPES` pipes, one each, then 1-byte reads from
+/// them, by this thread: once with every pipe empty before its write (so every
+/// read empties it again) and once with every pipe keeping a byte, the two
+/// alternating batch by batch; each batch timed less one clock read, medians
+/// per call after a warm-up tenth. The pipes are closed when it returns.
+fn pipe_empty_ns(plan: &Plan, timer_ns: f64) -> Result<PipeEmpty> {
+    let mut pipes = Vec::with_capacity(EMPTY_PIPES);
+    for _ in 0..EMPTY_PIPES {
+        pipes.push(pipe().context("pipes for the empty-pipe measurement")?);
+    }
+    let batch = || -> Result<(f64, f64)> {
+        let mut b = [0u8; 1];
+        let t0 = now_ns();
+        for (_, w) in &pipes {
+            write_all(w.as_raw_fd(), b"x")?;
+        }
+        let t1 = now_ns();
+        for (r, _) in &pipes {
+            read_exact(r.as_raw_fd(), &mut b)?;
+        }
+        let t2 = now_ns();
+        let per = |ns: u64| (ns as f64 - timer_ns) / EMPTY_PIPES as f64;
+        Ok((per(t1 - t0), per(t2 - t1)))
+    };
+    let batches = (plan.pipe_iters / EMPTY_PIPES).max(20);
+    let (mut empty, mut kept) = (Vec::with_capacity(batches), Vec::with_capacity(batches));
+    for i in 0..batches + batches / 10 {
+        if crate::signals::interrupted() {
+            bail!("interrupted");
+        }
+        let e = batch()?;
+        for (_, w) in &pipes {
+            write_all(w.as_raw_fd(), b"k")?;
+        }
+        let k = batch()?;
+        let mut b = [0u8; 1];
+        for (r, _) in &pipes {
+            read_exact(r.as_raw_fd(), &mut b)?;
+        }
+        // The first tenth warms up.
+        if i >= batches / 10 {
+            empty.push(e);
+            kept.push(k);
+        }
+    }
+    let med = |v: &[(f64, f64)], write: bool| median(v.iter().map(|x| if write { x.0 } else { x.1 }).collect()).unwrap_or(0.0);
+    Ok(PipeEmpty {
+        kept_write_ns: med(&kept, true),
+        kept_read_ns: med(&kept, false),
+        empty_write_ns: med(&empty, true),
+        empty_read_ns: med(&empty, false),
     })
 }
 

@@ -620,6 +620,23 @@ fn pipe_calls_stamp_inode_times_until_v6_14() {
 }
 
 #[test]
+fn a_pipe_pays_for_emptiness_only_where_it_is_found_or_left() {
+    let empty = |profile: &mut schedlab_core::cost::MachineProfile| {
+        profile.pipe_was_empty_ns = 1_000;
+        profile.pipe_emptied_ns = 100_000;
+    };
+    // A byte stream: of each round's 16 writes only the first finds the pipe
+    // empty (the rest merge behind it), of its 16 reads only the last empties it.
+    for policy in ["cfs@4.19", "eevdf@6.18", "fifo"] {
+        let base = pipe_rounds_sys_ns_with(policy, false, 100, |_| {});
+        assert_eq!(pipe_rounds_sys_ns_with(policy, false, 100, empty), base + 2 * 1_000 + 2 * 100_000, "{policy}");
+    }
+    // Packets: the same, each read taking one packet's slot.
+    let base = pipe_rounds_sys_ns_with("eevdf@6.18", true, 512, |_| {});
+    assert_eq!(pipe_rounds_sys_ns_with("eevdf@6.18", true, 512, empty), base + 2 * 1_000 + 2 * 100_000);
+}
+
+#[test]
 fn user_work_in_cycles_takes_the_machines_clock() {
     let user_ns = |mhz: Option<u64>| {
         let mut profile = common::unit_profile();
