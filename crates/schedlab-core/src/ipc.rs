@@ -511,23 +511,6 @@ impl Channel {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_read_empties_a_pipe_when_it_takes_every_byte_or_the_last_packet() {
-        let mut wake = Vec::new();
-        let mut p = Pipe { tmp_page_slots: 1, ..Pipe::default() };
-        assert!(!p.read_empties(100), "nothing to take");
-        p.write(1, 0, 100, false, &mut wake);
-        p.write(1, 0, 100, false, &mut wake);
-        assert!(!p.read_empties(100));
-        assert!(p.read_empties(200));
-        assert!(p.read_empties(4096));
-        let mut q = Pipe { packet: true, tmp_page_slots: 1, ..Pipe::default() };
-        q.write(1, 0, 512, false, &mut wake);
-        assert!(q.read_empties(100), "a packet read takes its slot whole");
-        q.write(1, 0, 512, false, &mut wake);
-        assert!(!q.read_empties(4096), "one packet per read");
-    }
-
     use super::*;
 
     /// A pipe holding `n` 100-byte messages from writer 1, with nobody woken.
@@ -568,6 +551,23 @@ mod tests {
         assert_eq!(p.bytes(), 64_000);
         assert_eq!(p.write(1, 0, 100, false, &mut wake), IoOutcome::Blocked);
         assert_eq!(p.wr_wait.len(), 1);
+    }
+
+    #[test]
+    fn a_read_empties_a_pipe_when_it_takes_every_byte_or_the_last_packet() {
+        let mut wake = Vec::new();
+        let mut p = Pipe { tmp_page_slots: 1, ..Pipe::default() };
+        assert!(!p.read_empties(100), "nothing to take");
+        p.write(1, 0, 100, false, &mut wake);
+        p.write(1, 0, 100, false, &mut wake);
+        assert!(!p.read_empties(100));
+        assert!(p.read_empties(200));
+        assert!(p.read_empties(4096));
+        let mut q = Pipe { packet: true, tmp_page_slots: 1, ..Pipe::default() };
+        q.write(1, 0, 512, false, &mut wake);
+        assert!(q.read_empties(100), "a packet read takes its slot whole");
+        q.write(1, 0, 512, false, &mut wake);
+        assert!(!q.read_empties(4096), "one packet per read");
     }
 
     #[test]
