@@ -706,10 +706,27 @@ fn simulate(sim: &SimSide, rows: &[&SuiteRow], plans: &[Vec<usize>], threads: us
         check_result(&r, false).map(|_| r)
     });
     let mut per: Vec<Vec<RunResult>> = (0..rows.len()).map(|_| Vec::new()).collect();
-    for ((ri, _, _), r) in jobs.iter().zip(results) {
-        per[*ri].push(r?);
+    for (&(ri, seed, st), r) in jobs.iter().zip(results) {
+        per[ri].push(r.map_err(|e| sim_failure(e, &rows[ri].name, seed, st, &sim.machines[st]))?);
     }
     Ok(per)
+}
+
+/// A simulated run that failed, named by its row, seed and host state, with the
+/// state's machine profile kept in the temporary directory so that the run can
+/// be repeated (`schedlab run --topology host --machine FILE --seed N`): a fresh
+/// calibrate's profile exists nowhere else.
+fn sim_failure(e: Failure, row: &str, seed: u64, state: usize, machine: &MachineProfile) -> Failure {
+    let path = std::env::temp_dir().join(format!("schedlab-validate-state-{}-{}.toml", state + 1, std::process::id()));
+    let kept = match crate::outputs::write_atomically("machine profile", &path, machine.to_toml().as_bytes()) {
+        Ok(()) => format!("its machine profile: {}", path.display()),
+        Err(w) => format!("its machine profile could not be kept ({w})"),
+    };
+    let what = match e {
+        Failure::Run(m) | Failure::Host(m) => m,
+        Failure::Input(i) => i.to_string(),
+    };
+    Failure::Run(format!("simulated side of row '{row}', seed {seed}, host state {}: {what}; {kept}", state + 1))
 }
 
 /// Writes both traces of a row into `dir` and prints where they differ most.
@@ -1112,6 +1129,24 @@ fn host_feature_notes(policy: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_simulated_run_names_its_row_seed_and_state_and_keeps_the_profile() {
+        let machine = MachineProfile::round_numbers();
+        let e = sim_failure(
+            Failure::Run("the run did not finish within 3600 simulated seconds".into()),
+            "pipe thread",
+            2,
+            1,
+            &machine,
+        );
+        let Failure::Run(m) = e else { panic!("a run failure") };
+        assert!(m.starts_with("simulated side of row 'pipe thread', seed 2, host state 2: the run did not finish"), "{m}");
+        let path = m.rsplit("its machine profile: ").next().unwrap();
+        let kept = std::fs::read_to_string(path).unwrap();
+        assert_eq!(MachineProfile::from_toml(&kept, path).unwrap(), machine);
+        std::fs::remove_file(path).unwrap();
+    }
 
     fn cell(metric: Metric, real: &[f64], sim: &[f64]) -> Cell {
         Cell { metric, real: real.to_vec(), sim: sim.to_vec() }
