@@ -1133,13 +1133,7 @@ mod tests {
     #[test]
     fn a_failed_simulated_run_names_its_row_seed_and_state_and_keeps_the_profile() {
         let machine = MachineProfile::round_numbers();
-        let e = sim_failure(
-            Failure::Run("the run did not finish within 3600 simulated seconds".into()),
-            "pipe thread",
-            2,
-            1,
-            &machine,
-        );
+        let e = sim_failure(Failure::Run("the run did not finish".into()), "pipe thread", 2, 1, &machine);
         let Failure::Run(m) = e else { panic!("a run failure") };
         assert!(m.starts_with("simulated side of row 'pipe thread', seed 2, host state 2: the run did not finish"), "{m}");
         let path = m.rsplit("its machine profile: ").next().unwrap();

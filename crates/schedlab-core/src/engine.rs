@@ -376,6 +376,9 @@ pub struct RunResult {
     pub violations: Vec<String>,
     /// The run hit `max_sim_ns` before all tasks exited.
     pub timed_out: bool,
+    /// If it did: the first workload tasks still alive then, each as "comm
+    /// state on cpuN" (what a lost wakeup would leave asleep for good).
+    pub alive_at_timeout: Vec<String>,
     /// Interrupts-disabled scheduler sections and the interrupts they delayed.
     pub irq_off: IrqOffStats,
     /// With `RunConfig::util_bucket_ns`: per CPU, busy ns in each bucket from `start_ns`.
@@ -2569,6 +2572,16 @@ impl Engine {
         tasks.extend(std::mem::take(&mut self.reaped).into_values());
         self.digest.add(end);
         self.digest.add(self.events);
+        let alive_at_timeout: Vec<String> = if timed_out {
+            (0..self.sys.tasks.len())
+                .filter(|&p| !self.exec[p].background)
+                .filter(|&p| !matches!(self.sys.tasks[p].state, TaskState::Zombie | TaskState::Dead))
+                .take(8)
+                .map(|p| format!("{} {:?} on cpu{}", self.sys.tasks[p].comm, self.sys.tasks[p].state, self.sys.tasks[p].cpu))
+                .collect()
+        } else {
+            Vec::new()
+        };
         RunResult {
             settings: self.policy.settings(),
             seed: self.cfg.seed,
@@ -2587,6 +2600,7 @@ impl Engine {
             digest: self.digest.value(),
             violations: self.violations,
             timed_out,
+            alive_at_timeout,
             util_buckets: self.util_buckets,
             util_bucket_ns: self.util_bucket_ns,
             irq_off: self.sys.irq.clone(),

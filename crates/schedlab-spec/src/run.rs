@@ -237,7 +237,11 @@ pub fn parse_sysctls(raw: &[String]) -> Result<Vec<(String, String)>, SpecError>
 /// A run that broke an invariant or never finished is an error, not a result.
 pub fn check_result(r: &RunResult, checked: bool) -> Result<(), Failure> {
     if r.timed_out {
-        return Err(Failure::Run(format!("the run did not finish within {} simulated seconds", r.end_ns / 1_000_000_000)));
+        return Err(Failure::Run(format!(
+            "the run did not finish: its limit of simulated time stopped it after its last event, at {:.3} s (still alive: {})",
+            r.end_ns as f64 / 1e9,
+            r.alive_at_timeout.join(", ")
+        )));
     }
     if !r.violations.is_empty() {
         let what = if checked { "invariant violations" } else { "engine errors" };
@@ -249,6 +253,29 @@ pub fn check_result(r: &RunResult, checked: bool) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_did_not_finish_says_who_was_left() {
+        use schedlab_core::program::{ForkKind, Op, Script};
+        // A reader blocked for good on a pipe nobody writes; its parent sleeps
+        // on (keeping the clock going, as a profile's background threads do),
+        // then waits for it.
+        let reader = Script::new(vec![Op::Read { chan: 0, bytes: 1 }]);
+        let mut ops =
+            vec![Op::Pipe, Op::Fork { kind: ForkKind::Process, comm: Some("reader".into()), program: Box::new(reader) }];
+        ops.extend((0..8).map(|_| Op::Sleep { ns: 500_000_000 }));
+        ops.push(Op::WaitChild);
+        let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
+        let cfg = RunConfig { seed: 7, max_sim_ns: 1_000_000_000, ..RunConfig::default() };
+        let topo = Topology::parse("1x1x1x1").unwrap();
+        let machine = schedlab_core::MachineProfile::round_numbers();
+        let r = schedlab_core::Engine::new(topo, machine, policy, cfg, "main", Box::new(Script::new(ops))).run();
+        let Err(Failure::Run(m)) = check_result(&r, false) else { panic!("a run failure: {:?}", r.violations) };
+        assert_eq!(
+            m,
+            "the run did not finish: its limit of simulated time stopped it after its last event, at 0.508 s (still alive: main Sleeping on cpu0, reader Sleeping on cpu0)"
+        );
+    }
 
     #[test]
     fn only_the_host_model_is_of_a_dynamic_build() {

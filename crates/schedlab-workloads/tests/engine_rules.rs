@@ -999,3 +999,23 @@ fn a_remote_wakeup_that_reschedules_keeps_the_clock_of_its_enqueue() {
     let (now, clock) = clock_of_pick_after_remote_wakeup(false);
     assert_eq!(now, clock);
 }
+
+#[test]
+fn a_run_past_its_time_limit_names_the_tasks_still_alive() {
+    // A child blocked for good on a pipe nobody writes, its parent waiting for
+    // it: with a 1 s limit the run times out, and says who was left.
+    let child = Script::new(vec![Op::Read { chan: 0, bytes: 1 }]);
+    let ops = vec![
+        Op::Pipe,
+        Op::Fork { kind: ForkKind::Process, comm: Some("reader".into()), program: Box::new(child) },
+        Op::Sleep { ns: 2_000_000_000 },
+        Op::WaitChild,
+    ];
+    let policy = schedlab_policies::policy_by_name("fifo", &[]).unwrap();
+    let cfg = RunConfig { seed: 7, max_sim_ns: 1_000_000_000, ..RunConfig::default() };
+    let r =
+        Engine::new(Topology::parse("1x1x1x1").unwrap(), common::unit_profile(), policy, cfg, "main", Box::new(Script::new(ops)))
+            .run();
+    assert!(r.timed_out);
+    assert_eq!(r.alive_at_timeout, vec!["main Sleeping on cpu0".to_string(), "reader Sleeping on cpu0".to_string()]);
+}
