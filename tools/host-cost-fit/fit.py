@@ -12,8 +12,14 @@ over its runs. Real runs of a messaging workload differ in how many switches
 they make, and their CPU time follows; the seeds of a simulation differ the
 same way. `a` is then what a message costs with no switching, `b` what each
 switch adds. The runs' spread of switch counts is narrow, so both carry a wide
-error (r is printed); compare their direction, and fit only runs of one host
-state (validate prints the state; this tool does not read it).
+error (r is printed); compare their direction, not their digits.
+
+These hosts move between a few states minutes apart (the cross-CPU cache line
+30-35 or 150-160 ns), and the runs' costs move with them: the real runs are
+read with `schedlab real --host-state`, and only those whose state before and
+after matches the profile's (its `cache_line_ns`, within 1.5x, the rule
+validate uses) are fitted against the simulation; runs in other states are
+fitted apart and printed for comparison.
 
     python3 tools/host-cost-fit/fit.py --machine host.toml [--workload W] [--runs 10] [--seeds 10]
 
@@ -49,6 +55,11 @@ def fit(points):
     return my - b * mx, b, sxy / (sxx * syy) ** 0.5
 
 
+def same_state(a_ns, b_ns):
+    """Two readings of the cross-CPU cache line from one host state (validate's rule)."""
+    return a_ns <= b_ns * 1.5 and b_ns <= a_ns * 1.5
+
+
 def schedlab(binary, args):
     out = subprocess.run([binary] + args, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
@@ -56,6 +67,9 @@ def schedlab(binary, args):
 
 def report(name, runs, messages):
     """runs: (switches, cpu_ns) pairs."""
+    if len(runs) < 3:
+        print(f"{name}: {len(runs)} runs, too few to fit")
+        return
     f = fit(runs)
     switches = sorted(s for s, _ in runs)
     if f is None:
@@ -79,8 +93,15 @@ def main():
     messages = hackbench_messages(a.workload)
     if messages is None:
         sys.exit("fit.py: only hackbench workloads (their message count is known)")
-    real = schedlab(a.schedlab, ["real", "--workload", a.workload, "--runs", str(a.runs), "--format", "json"])
-    real_points = [(r["context_switches"], r["task_clock_ns"]) for r in real]
+    real = schedlab(a.schedlab, ["real", "--workload", a.workload, "--runs", str(a.runs), "--format", "json", "--host-state"])
+    with open(a.machine) as f:
+        line_ns = float(re.search(r"^cache_line_ns = (\d+)", f.read(), re.M).group(1))
+    same, other = [], []
+    for r in real:
+        states = [r.get("host_state_before"), r.get("host_state_after")]
+        match = all(st and same_state(st["cache_line_ns"], line_ns) for st in states)
+        (same if match else other).append((r["context_switches"], r["task_clock_ns"]))
+    seen = sorted(round(st["cache_line_ns"]) for r in real for st in (r.get("host_state_before"), r.get("host_state_after")) if st)
     sim_points = []
     for seed in range(1, a.seeds + 1):
         r = schedlab(
@@ -90,8 +111,11 @@ def main():
         switches = sum(t["switches"] for t in r["tasks"])
         busy_ns = r["elapsed_ns"] * r["busy_pct"] / 100 * r["ncpus"]
         sim_points.append((switches, busy_ns))
-    print(f"{a.workload}: {messages} messages a run")
-    report("real", real_points, messages)
+    print(f"{a.workload}: {messages} messages a run; the profile's state: cache line {line_ns:.0f} ns")
+    print(f"real runs' cache line readings (before and after each): {', '.join(f'{v} ns' for v in seen)}")
+    report("real, the profile's state", same, messages)
+    if other:
+        report("real, other states", other, messages)
     report("simulated", sim_points, messages)
 
 

@@ -80,6 +80,12 @@ pub enum Command {
         timeout_s: u64,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Read the host's state before and after every run, as validate does:
+        /// the cross-CPU cache-line transfer and what waking a sleeper on an idle
+        /// CPU costs the waker (these guests move between a few such states
+        /// minutes apart, and their runs' times move with them).
+        #[arg(long)]
+        host_state: bool,
         /// Run once in this process and print the result as JSON (used by real itself).
         #[arg(long, hide = true)]
         in_process: bool,

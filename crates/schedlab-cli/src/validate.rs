@@ -111,14 +111,17 @@ fn check_linux() -> Result<(), Failure> {
 }
 
 /// `schedlab real`: the workload on this host, `runs` times, with its counters.
-pub fn real_cmd(
-    spec: &str,
-    runs: u64,
-    cpus: Option<&str>,
-    timeout_s: u64,
-    json_out: bool,
-    in_process: bool,
-) -> Result<(), Failure> {
+/// How `schedlab real` reports.
+pub struct RealOptions {
+    pub json_out: bool,
+    /// Read the host's state ([`HostSignature`]) before and after every run.
+    pub host_state: bool,
+    /// Run once in this process (the launcher's child does).
+    pub in_process: bool,
+}
+
+pub fn real_cmd(spec: &str, runs: u64, cpus: Option<&str>, timeout_s: u64, opts: RealOptions) -> Result<(), Failure> {
+    let RealOptions { json_out, host_state, in_process } = opts;
     check_linux()?;
     let w = Workload::parse(spec)?;
     real::check_runnable(&w).map_err(|e| SpecError::new("workload", spec, format!("a workload with a real run ({e})")))?;
@@ -141,17 +144,39 @@ pub fn real_cmd(
     schedlab_host::signals::install();
     let argv = real_argv(spec, cpus.as_deref())?;
     let mut launcher = quiet_launcher()?;
+    let state = || -> Result<Option<HostSignature>, Failure> {
+        if !host_state {
+            return Ok(None);
+        }
+        let read = schedlab_host::calibrate::probe_host_state()
+            .map_err(|e| Failure::Host(format!("reading the host's state: {e:#}")))?;
+        Ok(read.map(|(_, _, sig)| sig))
+    };
     let mut results = Vec::new();
+    let mut json_runs = Vec::new();
     for _ in 0..runs {
+        let before = state()?;
         let r =
             real::run_launched(&mut launcher, &argv, Duration::from_secs(timeout_s)).map_err(|e| Failure::Run(e.to_string()))?;
-        if !json_out {
+        let after = state()?;
+        if json_out {
+            let mut v = serde_json::to_value(&r).expect("plain data");
+            if host_state {
+                v["host_state_before"] = before.as_ref().map_or(serde_json::Value::Null, signature_json);
+                v["host_state_after"] = after.as_ref().map_or(serde_json::Value::Null, signature_json);
+            }
+            json_runs.push(v);
+        } else {
             println!("{}", real_line(&r));
+            if host_state {
+                let text = |s: &Option<HostSignature>| s.as_ref().map_or_else(|| "- (one CPU)".to_string(), signature_text);
+                println!("  host state (cross-CPU cache line / idle-CPU wake): {} before, {} after", text(&before), text(&after));
+            }
         }
         results.push(r);
     }
     if json_out {
-        println!("{}", serde_json::to_string_pretty(&results).expect("plain data"));
+        println!("{}", serde_json::to_string_pretty(&json_runs).expect("plain data"));
     } else if runs > 1 {
         let med = |f: &dyn Fn(&RealResult) -> f64| median(&results.iter().map(f).collect::<Vec<_>>());
         println!(

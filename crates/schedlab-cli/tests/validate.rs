@@ -164,6 +164,34 @@ fn validate_json_and_csv_carry_every_run() {
 }
 
 #[test]
+fn real_reads_the_host_state_around_each_run_when_asked() {
+    let _one_at_a_time = serial();
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let o = schedlab(&["real", "--workload", "pipe loops=200", "--runs", "2", "--host-state", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(runs.len(), 2);
+    let two_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    for r in &runs {
+        assert!(r["context_switches"].as_u64().unwrap() > 0, "{r}");
+        for key in ["host_state_before", "host_state_after"] {
+            // Read between two CPUs; with one allowed there is nothing to read.
+            if two_cpus {
+                assert!(r[key]["cache_line_ns"].as_f64().unwrap() > 0.0, "{key}: {r}");
+            } else {
+                assert!(r[key].is_null(), "{key}: {r}");
+            }
+        }
+    }
+    // Without the flag the runs carry no state.
+    let o = schedlab(&["real", "--workload", "pipe loops=200", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("host_state"));
+}
+
+#[test]
 fn bad_input_is_one_line_and_exit_2_before_anything_runs() {
     let suite = tiny_suite();
     let bad_suite = tmp("bad.toml");
