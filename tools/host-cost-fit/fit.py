@@ -95,7 +95,10 @@ def main():
         sys.exit("fit.py: only hackbench workloads (their message count is known)")
     real = schedlab(a.schedlab, ["real", "--workload", a.workload, "--runs", str(a.runs), "--format", "json", "--host-state"])
     with open(a.machine) as f:
-        line_ns = float(re.search(r"^cache_line_ns = (\d+)", f.read(), re.M).group(1))
+        found = re.search(r"^cache_line_ns = (\d+)", f.read(), re.M)
+    if not found:
+        sys.exit(f"fit.py: {a.machine} has no cache_line_ns to tell its host state by (a `schedlab calibrate` profile has)")
+    line_ns = float(found.group(1))
     same, other = [], []
     for r in real:
         states = [r.get("host_state_before"), r.get("host_state_after")]
