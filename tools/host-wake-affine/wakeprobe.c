@@ -65,12 +65,27 @@ static void zero(int slot) { e(INS(BPF_ST | BPF_MEM | BPF_DW, BPF_REG_6, 0, slot
 static const uint64_t RQ[2] = {0xffff888627c2ba40ULL, 0xffff888627d2ba40ULL};
 static const uint64_t JIFFIES = 0xffffffff83009980ULL;
 
+// The hosts' struct sched_entity (inside task_struct at 0x80) and struct
+// cfs_rq, from their update_deadline() and vruntime_eligible() (README.md).
+enum {
+    TASK_SE_DEADLINE = 0xa8,
+    TASK_SE_ON_RQ = 0xd8,
+    TASK_SE_VRUNTIME = 0xf8,
+    TASK_SE_VLAG = 0x100,
+    TASK_SE_SLICE = 0x108,
+    TASK_SE_CFS_RQ = 0x128,
+    CFS_RQ_AVG_VRUNTIME = 0x20,
+    CFS_RQ_AVG_LOAD = 0x28,
+    CFS_RQ_ZERO_VRUNTIME = 0x30,
+    CFS_RQ_CURR = 0x48,
+};
+
 // Slots base..base+7 of the task in treg: se.avg.load_avg, se.cfs_rq, that
 // cfs_rq's avg.load_avg, h_load and last_h_load_update, se.parent (the group
 // entity), its avg.load_avg and its cfs_rq (the parent queue).
 static void task_reads(int treg, int base) {
     rd(base * 8, 8, treg, 0x160);
-    rd((base + 1) * 8, 8, treg, 0x128);
+    rd((base + 1) * 8, 8, treg, TASK_SE_CFS_RQ);
     ldslot(BPF_REG_8, base + 1);
     rd((base + 2) * 8, 8, BPF_REG_8, 0xa0);
     rd((base + 3) * 8, 8, BPF_REG_8, 0x120);
@@ -93,27 +108,33 @@ static void task_reads(int treg, int base) {
 static int eevdf_mode;
 static int load_prog(void);
 
+// Slots slot..slot+2: the avg_vruntime, avg_load and zero_vruntime of the
+// cfs_rq in reg, what vruntime_eligible() compares with.
+static void cfs_rq_sums(int reg, int slot) {
+    rd(slot * 8, 8, reg, CFS_RQ_AVG_VRUNTIME);
+    rd((slot + 1) * 8, 8, reg, CFS_RQ_AVG_LOAD);
+    rd((slot + 2) * 8, 8, reg, CFS_RQ_ZERO_VRUNTIME);
+}
+
 static void eevdf_reads(void) {
-    rd(5 * 8, 8, BPF_REG_9, 0xa8);
-    rd(6 * 8, 8, BPF_REG_9, 0xf8);
-    rd(7 * 8, 8, BPF_REG_9, 0x100);
-    rd(8 * 8, 8, BPF_REG_9, 0x108);
-    rd(9 * 8, 8, BPF_REG_9, 0xd8);
-    rd(10 * 8, 8, BPF_REG_9, 0x128);
+    rd(5 * 8, 8, BPF_REG_9, TASK_SE_DEADLINE);
+    rd(6 * 8, 8, BPF_REG_9, TASK_SE_VRUNTIME);
+    rd(7 * 8, 8, BPF_REG_9, TASK_SE_VLAG);
+    rd(8 * 8, 8, BPF_REG_9, TASK_SE_SLICE);
+    rd(9 * 8, 8, BPF_REG_9, TASK_SE_ON_RQ);
+    rd(10 * 8, 8, BPF_REG_9, TASK_SE_CFS_RQ);
     ldslot(BPF_REG_8, 10);
-    rd(11 * 8, 8, BPF_REG_8, 0x20);
-    rd(12 * 8, 8, BPF_REG_8, 0x28);
-    rd(13 * 8, 8, BPF_REG_8, 0x30);
-    rd(14 * 8, 8, BPF_REG_8, 0x48);
+    cfs_rq_sums(BPF_REG_8, 11);
+    rd(14 * 8, 8, BPF_REG_8, CFS_RQ_CURR);
     call(BPF_FUNC_get_current_task);
     mov_reg(BPF_REG_7, BPF_REG_0);
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_7, 16 * 8, 0));
-    rd(17 * 8, 8, BPF_REG_7, 0xa8);
-    rd(18 * 8, 8, BPF_REG_7, 0xf8);
-    rd(19 * 8, 8, BPF_REG_7, 0x100);
-    rd(20 * 8, 8, BPF_REG_7, 0x108);
+    rd(17 * 8, 8, BPF_REG_7, TASK_SE_DEADLINE);
+    rd(18 * 8, 8, BPF_REG_7, TASK_SE_VRUNTIME);
+    rd(19 * 8, 8, BPF_REG_7, TASK_SE_VLAG);
+    rd(20 * 8, 8, BPF_REG_7, TASK_SE_SLICE);
     rd(21 * 8, 8, BPF_REG_7, 0x0);
-    rd(22 * 8, 8, BPF_REG_7, 0x128);
+    rd(22 * 8, 8, BPF_REG_7, TASK_SE_CFS_RQ);
     rd(23 * 8, 8, BPF_REG_7, 0x80);
     rd(24 * 8, 8, BPF_REG_9, 0x80);
     rd_abs(25 * 8, 8, JIFFIES);
@@ -128,9 +149,9 @@ static void eevdf_reads(void) {
     mov_imm(BPF_REG_2, 8);
     call(BPF_FUNC_probe_read_kernel);
     ldslot(BPF_REG_8, 26);
-    rd(27 * 8, 8, BPF_REG_8, 0xa8);
-    rd(28 * 8, 8, BPF_REG_8, 0xf8);
-    rd(29 * 8, 8, BPF_REG_8, 0x100);
+    rd(27 * 8, 8, BPF_REG_8, TASK_SE_DEADLINE);
+    rd(28 * 8, 8, BPF_REG_8, TASK_SE_VRUNTIME);
+    rd(29 * 8, 8, BPF_REG_8, TASK_SE_VLAG);
     rd(30 * 8, 8, BPF_REG_8, 0x0);
 }
 
@@ -263,15 +284,13 @@ static int build_switch(int map) {
     e(INS(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_7, BPF_REG_10, -32, 0));
     e(INS(BPF_STX | BPF_MEM | BPF_DW, BPF_REG_6, BPF_REG_7, 16 * 8, 0));
     rd(21 * 8, 8, BPF_REG_9, 0x0);
-    rd(7 * 8, 8, BPF_REG_8, 0xf8);
-    rd(8 * 8, 8, BPF_REG_8, 0x128);
-    rd(9 * 8, 8, BPF_REG_9, 0x100);
-    rd(10 * 8, 8, BPF_REG_9, 0xd8);
-    rd(14 * 8, 8, BPF_REG_9, 0xf8);
+    rd(7 * 8, 8, BPF_REG_8, TASK_SE_VRUNTIME);
+    rd(8 * 8, 8, BPF_REG_8, TASK_SE_CFS_RQ);
+    rd(9 * 8, 8, BPF_REG_9, TASK_SE_VLAG);
+    rd(10 * 8, 8, BPF_REG_9, TASK_SE_ON_RQ);
+    rd(14 * 8, 8, BPF_REG_9, TASK_SE_VRUNTIME);
     ldslot(BPF_REG_7, 8);
-    rd(11 * 8, 8, BPF_REG_7, 0x20);
-    rd(12 * 8, 8, BPF_REG_7, 0x28);
-    rd(13 * 8, 8, BPF_REG_7, 0x30);
+    cfs_rq_sums(BPF_REG_7, 11);
     return finish();
 }
 

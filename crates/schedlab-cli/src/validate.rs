@@ -111,6 +111,12 @@ fn check_linux() -> Result<(), Failure> {
 }
 
 /// `schedlab real`: the workload on this host, `runs` times, with its counters.
+/// This host's state now ([`HostSignature`], with the two CPUs it was read
+/// on; None with one CPU), for `command`'s error.
+fn probe_host(command: &str) -> Result<Option<(usize, usize, HostSignature)>, Failure> {
+    schedlab_host::calibrate::probe_host_state().map_err(|e| Failure::Host(format!("{command}: reading the host's state: {e:#}")))
+}
+
 /// How `schedlab real` reports.
 pub struct RealOptions {
     pub json_out: bool,
@@ -148,9 +154,7 @@ pub fn real_cmd(spec: &str, runs: u64, cpus: Option<&str>, timeout_s: u64, opts:
         if !host_state {
             return Ok(None);
         }
-        let read = schedlab_host::calibrate::probe_host_state()
-            .map_err(|e| Failure::Host(format!("reading the host's state: {e:#}")))?;
-        Ok(read.map(|(_, _, sig)| sig))
+        Ok(probe_host("real")?.map(|(_, _, sig)| sig))
     };
     let mut results = Vec::new();
     let mut json_runs = Vec::new();
@@ -554,7 +558,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     // state it ran in: a state first seen is calibrated then; a run during which
     // the state changed is set aside, and a row short of runs after the rounds
     // gets up to `runs` more attempts.
-    let probe_host = || schedlab_host::calibrate::probe_host_state().map_err(|e| Failure::Host(format!("validate: {e:#}")));
+    let probe_host = || probe_host("validate");
     let mut last_probe = probe_host()?;
     let matched = !a.any_state && schedlab_host::calibrate::is_profile_of_this_host(&sim.machines[0]);
     let mut state = last_probe.map(|(cpu_a, cpu_b, _)| HostState {

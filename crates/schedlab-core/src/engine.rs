@@ -1863,14 +1863,15 @@ impl Engine {
                     false if pipe.stamps_times && pipe.readable() => c.pipe_op_ns + c.pipe_atime_ns,
                     _ => c.pipe_op_ns,
                 };
-                // A write into an empty pipe starts a slot and tests for
-                // sleeping readers (`was_empty`); a read that takes the last
-                // bytes releases the last slot. Both as the pipe stands when the
-                // call starts.
+                // `anon_pipe_write()` (fs/pipe.c, v6.18) into an empty pipe
+                // starts a slot and tests for sleeping readers (`was_empty`);
+                // `anon_pipe_read()` taking the last bytes releases the last
+                // slot. Both as the pipe stands when the call starts; the
+                // emptiness test only where the profile prices it.
                 let fixed = fixed
                     + match write {
-                        true if !pipe.readable() => c.pipe_was_empty_ns,
-                        false if pipe.read_empties(bytes) => c.pipe_emptied_ns,
+                        true if c.pipe_was_empty_ns > 0 && !pipe.readable() => c.pipe_was_empty_ns,
+                        false if c.pipe_emptied_ns > 0 && pipe.read_empties(bytes) => c.pipe_emptied_ns,
                         _ => 0,
                     };
                 let body = fixed + copy_ns + self.pipe_page_ns(pipe, p, rw, retry);

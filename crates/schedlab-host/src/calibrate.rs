@@ -1903,42 +1903,12 @@ fn fifo_and_pipe_ns(plan: &Plan, timer_ns: f64) -> Result<PipeStamps> {
         return Err(os_err("fcntl(F_SETFL) on the FIFO"));
     }
     let (anon_r, anon_w) = pipe().context("pipe for the time-stamp measurement")?;
-    let batch = |r: RawFd, w: RawFd| -> Result<(f64, f64)> {
-        let mut b = [0u8; 1];
-        let t0 = now_ns();
-        for _ in 0..STAMP_BATCH {
-            write_all(w, b"x")?;
-        }
-        let t1 = now_ns();
-        for _ in 0..STAMP_BATCH {
-            read_exact(r, &mut b)?;
-        }
-        let t2 = now_ns();
-        let per = |ns: u64| (ns as f64 - timer_ns) / STAMP_BATCH as f64;
-        Ok((per(t1 - t0), per(t2 - t1)))
-    };
+    let fifo = vec![(fifo_r.as_raw_fd(), fifo_w.as_raw_fd()); STAMP_BATCH];
+    let anon = vec![(anon_r.as_raw_fd(), anon_w.as_raw_fd()); STAMP_BATCH];
     let batches = (plan.pipe_iters / STAMP_BATCH).max(20);
-    let (mut fifo, mut anon) = (Vec::with_capacity(batches), Vec::with_capacity(batches));
-    for i in 0..batches + batches / 10 {
-        if crate::signals::interrupted() {
-            bail!("interrupted");
-        }
-        let f = batch(fifo_r.as_raw_fd(), fifo_w.as_raw_fd())?;
-        let a = batch(anon_r.as_raw_fd(), anon_w.as_raw_fd())?;
-        // The first tenth warms up.
-        if i >= batches / 10 {
-            fifo.push(f);
-            anon.push(a);
-        }
-    }
-    let med = |v: &[(f64, f64)], write: bool| median(v.iter().map(|x| if write { x.0 } else { x.1 }).collect()).unwrap_or(0.0);
-    Ok(PipeStamps {
-        dir: dir.display().to_string(),
-        fifo_write_ns: med(&fifo, true),
-        fifo_read_ns: med(&fifo, false),
-        anon_write_ns: med(&anon, true),
-        anon_read_ns: med(&anon, false),
-    })
+    let [(fifo_write_ns, fifo_read_ns), (anon_write_ns, anon_read_ns)] =
+        alternating_medians(batches, || write_read_batch_ns(&fifo, timer_ns), || write_read_batch_ns(&anon, timer_ns))?;
+    Ok(PipeStamps { dir: dir.display().to_string(), fifo_write_ns, fifo_read_ns, anon_write_ns, anon_read_ns })
 }
 
 /// Dependent adds per timed chain when measuring the core clock.
@@ -2093,48 +2063,65 @@ fn pipe_empty_ns(plan: &Plan, timer_ns: f64) -> Result<PipeEmpty> {
     for _ in 0..EMPTY_PIPES {
         pipes.push(pipe().context("pipes for the empty-pipe measurement")?);
     }
-    let batch = || -> Result<(f64, f64)> {
+    let fds: Vec<(RawFd, RawFd)> = pipes.iter().map(|(r, w)| (r.as_raw_fd(), w.as_raw_fd())).collect();
+    // Each kept batch runs on pipes given a byte before it and drained after it.
+    let kept_batch = || -> Result<(f64, f64)> {
+        for &(_, w) in &fds {
+            write_all(w, b"k")?;
+        }
+        let times = write_read_batch_ns(&fds, timer_ns)?;
         let mut b = [0u8; 1];
-        let t0 = now_ns();
-        for (_, w) in &pipes {
-            write_all(w.as_raw_fd(), b"x")?;
+        for &(r, _) in &fds {
+            read_exact(r, &mut b)?;
         }
-        let t1 = now_ns();
-        for (r, _) in &pipes {
-            read_exact(r.as_raw_fd(), &mut b)?;
-        }
-        let t2 = now_ns();
-        let per = |ns: u64| (ns as f64 - timer_ns) / EMPTY_PIPES as f64;
-        Ok((per(t1 - t0), per(t2 - t1)))
+        Ok(times)
     };
     let batches = (plan.pipe_iters / EMPTY_PIPES).max(20);
-    let (mut empty, mut kept) = (Vec::with_capacity(batches), Vec::with_capacity(batches));
+    let [(empty_write_ns, empty_read_ns), (kept_write_ns, kept_read_ns)] =
+        alternating_medians(batches, || write_read_batch_ns(&fds, timer_ns), kept_batch)?;
+    Ok(PipeEmpty { kept_write_ns, kept_read_ns, empty_write_ns, empty_read_ns })
+}
+
+/// Per-call times of a 1-byte write into each of `pipes` (read end, write end)
+/// in turn, then of a 1-byte read from each, by this thread: each of the two
+/// loops timed less one clock read.
+fn write_read_batch_ns(pipes: &[(RawFd, RawFd)], timer_ns: f64) -> Result<(f64, f64)> {
+    let mut b = [0u8; 1];
+    let t0 = now_ns();
+    for &(_, w) in pipes {
+        write_all(w, b"x")?;
+    }
+    let t1 = now_ns();
+    for &(r, _) in pipes {
+        read_exact(r, &mut b)?;
+    }
+    let t2 = now_ns();
+    let per = |ns: u64| (ns as f64 - timer_ns) / pipes.len() as f64;
+    Ok((per(t1 - t0), per(t2 - t1)))
+}
+
+/// Two measurements of (write, read) per call taken alternately `batches`
+/// times after a warm-up tenth, so that both see the same host: the medians of
+/// each. Stops on SIGINT, SIGTERM or SIGHUP.
+fn alternating_medians(
+    batches: usize,
+    mut first: impl FnMut() -> Result<(f64, f64)>,
+    mut second: impl FnMut() -> Result<(f64, f64)>,
+) -> Result<[(f64, f64); 2]> {
+    let mut samples = [Vec::with_capacity(batches), Vec::with_capacity(batches)];
     for i in 0..batches + batches / 10 {
         if crate::signals::interrupted() {
             bail!("interrupted");
         }
-        let e = batch()?;
-        for (_, w) in &pipes {
-            write_all(w.as_raw_fd(), b"k")?;
-        }
-        let k = batch()?;
-        let mut b = [0u8; 1];
-        for (r, _) in &pipes {
-            read_exact(r.as_raw_fd(), &mut b)?;
-        }
-        // The first tenth warms up.
+        let pair = [first()?, second()?];
         if i >= batches / 10 {
-            empty.push(e);
-            kept.push(k);
+            for (s, v) in samples.iter_mut().zip(pair) {
+                s.push(v);
+            }
         }
     }
-    let med = |v: &[(f64, f64)], write: bool| median(v.iter().map(|x| if write { x.0 } else { x.1 }).collect()).unwrap_or(0.0);
-    Ok(PipeEmpty {
-        kept_write_ns: med(&kept, true),
-        kept_read_ns: med(&kept, false),
-        empty_write_ns: med(&empty, true),
-        empty_read_ns: med(&empty, false),
-    })
+    let med = |v: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| median(v.iter().map(pick).collect()).unwrap_or(0.0);
+    Ok(samples.map(|v| (med(&v, |x| x.0), med(&v, |x| x.1))))
 }
 
 /// Per-call times of 100-byte AF_UNIX stream writes and reads.
