@@ -89,11 +89,12 @@ def main():
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--schedlab", default="schedlab", help="the schedlab binary")
+    p.add_argument("--counters", default="quiet", choices=["quiet", "inherited"], help="how the real runs are counted (schedlab real --counters)")
     a = p.parse_args()
     messages = hackbench_messages(a.workload)
     if messages is None:
         sys.exit("fit.py: only hackbench workloads (their message count is known)")
-    real = schedlab(a.schedlab, ["real", "--workload", a.workload, "--runs", str(a.runs), "--format", "json", "--host-state"])
+    real = schedlab(a.schedlab, ["real", "--workload", a.workload, "--runs", str(a.runs), "--format", "json", "--host-state", "--counters", a.counters])
     with open(a.machine) as f:
         found = re.search(r"^cache_line_ns = (\d+)", f.read(), re.M)
     if not found:

@@ -86,6 +86,13 @@ pub enum Command {
         /// minutes apart, and their runs' times move with them).
         #[arg(long)]
         host_state: bool,
+        /// How the real runs' tasks are counted: quiet (getrusage for switches and
+        /// CPU time, per-CPU tracepoint counts for migrations: nothing on the tasks'
+        /// switches; needs root or CAP_PERFMON, else falls back to inherited) or
+        /// inherited (perf stat's per-task counters, which cost 0.45-0.7 us at every
+        /// switch on this project's hosts; docs/validate.md).
+        #[arg(long, value_enum, default_value_t = Counters::Quiet)]
+        counters: Counters,
         /// Run once in this process and print the result as JSON (used by real itself).
         #[arg(long, hide = true)]
         in_process: bool,
@@ -485,6 +492,29 @@ pub struct ValidateArgs {
     pub jobs: Option<usize>,
     #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
     pub format: ValidateFormat,
+    /// How the real runs' tasks are counted: quiet (getrusage for switches and
+    /// CPU time, per-CPU tracepoint counts for migrations: nothing on the tasks'
+    /// switches; needs root or CAP_PERFMON, else falls back to inherited) or
+    /// inherited (perf stat's per-task counters, which cost 0.45-0.7 us at every
+    /// switch on this project's hosts; docs/validate.md).
+    #[arg(long, value_enum, default_value_t = Counters::Quiet)]
+    pub counters: Counters,
+}
+
+/// `--counters` of real and validate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Counters {
+    Quiet,
+    Inherited,
+}
+
+impl Counters {
+    pub fn method(self) -> schedlab_host::counters::CounterMethod {
+        match self {
+            Counters::Quiet => schedlab_host::counters::CounterMethod::Quiet,
+            Counters::Inherited => schedlab_host::counters::CounterMethod::Inherited,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

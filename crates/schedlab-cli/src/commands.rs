@@ -32,8 +32,13 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Real { launcher_halvings: Some(h), .. } => {
             schedlab_host::launcher::serve(h).map_err(|e| Failure::Host(format!("launcher: {e}")))
         }
-        Command::Real { workload, runs, cpus, timeout_s, format, host_state, in_process, launcher_halvings: None } => {
-            let opts = crate::validate::RealOptions { json_out: format == Format::Json, host_state, in_process };
+        Command::Real { workload, runs, cpus, timeout_s, format, host_state, counters, in_process, launcher_halvings: None } => {
+            let opts = crate::validate::RealOptions {
+                json_out: format == Format::Json,
+                host_state,
+                in_process,
+                counters: counters.method(),
+            };
             crate::validate::real_cmd(&workload, runs, cpus.as_deref(), timeout_s, opts)
         }
         Command::Validate(a) => crate::validate::validate_cmd(&a),

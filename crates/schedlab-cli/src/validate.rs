@@ -21,6 +21,7 @@ use schedlab_core::error::SpecError;
 use schedlab_core::sched::{Launcher, PreemptModel};
 use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
 use schedlab_host::calibrate::{HostSignature, HOST_STATE_FACTOR};
+use schedlab_host::counters::{CounterMethod, CounterSource, TreeCounters};
 use schedlab_host::launcher::{QuietLauncher, HALVINGS};
 use schedlab_host::real::{self, RealResult};
 use schedlab_trace::summary;
@@ -77,9 +78,10 @@ pub fn host_topology(cpus: Option<&[usize]>) -> Result<Topology, SpecError> {
 }
 
 /// One real run, as a supervised `schedlab real --in-process`.
-fn real_argv(spec: &str, cpus: Option<&[usize]>) -> Result<Vec<String>, Failure> {
+fn real_argv(spec: &str, cpus: Option<&[usize]>, counters: CounterMethod) -> Result<Vec<String>, Failure> {
     let exe = std::env::current_exe().map_err(|e| Failure::Host(format!("finding the schedlab binary: {e}")))?;
     let mut argv = vec![exe.display().to_string(), "real".into(), "--in-process".into(), "--workload".into(), spec.into()];
+    argv.extend(["--counters".into(), counters.name().into()]);
     if let Some(c) = cpus {
         argv.push("--cpus".into());
         argv.push(c.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","));
@@ -124,10 +126,12 @@ pub struct RealOptions {
     pub host_state: bool,
     /// Run once in this process (the launcher's child does).
     pub in_process: bool,
+    /// How the runs' tasks are counted.
+    pub counters: CounterMethod,
 }
 
 pub fn real_cmd(spec: &str, runs: u64, cpus: Option<&str>, timeout_s: u64, opts: RealOptions) -> Result<(), Failure> {
-    let RealOptions { json_out, host_state, in_process } = opts;
+    let RealOptions { json_out, host_state, in_process, counters } = opts;
     check_linux()?;
     let w = Workload::parse(spec)?;
     real::check_runnable(&w).map_err(|e| SpecError::new("workload", spec, format!("a workload with a real run ({e})")))?;
@@ -137,7 +141,7 @@ pub fn real_cmd(spec: &str, runs: u64, cpus: Option<&str>, timeout_s: u64, opts:
         // SAFETY: PR_SET_NAME with a NUL-terminated string: the workers inherit
         // the workload's comm, as the simulated tasks carry it.
         unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
-        let r = real::run_here(spec, &w, cpus.as_deref()).map_err(|e| Failure::Run(format!("real run: {e}")))?;
+        let r = real::run_here(spec, &w, cpus.as_deref(), counters).map_err(|e| Failure::Run(format!("real run: {e}")))?;
         println!("{}", serde_json::to_string(&r).expect("plain data"));
         return Ok(());
     }
@@ -148,7 +152,7 @@ pub fn real_cmd(spec: &str, runs: u64, cpus: Option<&str>, timeout_s: u64, opts:
         return Err(SpecError::new("timeout-s", timeout_s.to_string(), "an integer from 1 to 3600").into());
     }
     schedlab_host::signals::install();
-    let argv = real_argv(spec, cpus.as_deref())?;
+    let argv = real_argv(spec, cpus.as_deref(), counters)?;
     let mut launcher = quiet_launcher()?;
     let state = || -> Result<Option<HostSignature>, Failure> {
         if !host_state {
@@ -463,15 +467,30 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     let cpus = a.cpus.as_deref().map(parse_cpus).transpose()?;
     let topo = host_topology(cpus.as_deref())?;
     // The host must be able to do what was asked before anything runs: migrations
-    // are judged, so the kernel's counters are required (`schedlab real` alone
-    // falls back to getrusage), and a trace needs a tracefs instance.
-    schedlab_host::counters::TreeCounters::open_perf_only().map_err(|e| {
-        let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
-        Failure::Host(format!(
-            "validate: {e} (perf_event_paranoid = {}); run as root or allow perf events for this user",
-            paranoid.trim()
-        ))
-    })?;
+    // are judged, so they must be countable (`schedlab real` alone falls back to
+    // getrusage), and a trace needs a tracefs instance.
+    let method = a.counters.method();
+    let probe = TreeCounters::open(method, "schedlab-check");
+    match probe.source() {
+        CounterSource::Rusage => {
+            let why = TreeCounters::open_exactly(CounterMethod::Inherited, "schedlab-check").err();
+            let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
+            return Err(Failure::Host(format!(
+                "validate: {} (perf_event_paranoid = {}); run as root or allow perf events for this user",
+                why.map_or_else(|| "the kernel's migration counters are refused".to_string(), |e| e.to_string()),
+                paranoid.trim()
+            )));
+        }
+        CounterSource::PerfEvents if method == CounterMethod::Quiet => {
+            let why = TreeCounters::open_exactly(CounterMethod::Quiet, "schedlab-check").err();
+            eprintln!(
+                "validate: counting the real runs with inherited perf counters, which cost their tasks at every switch ({})",
+                why.map_or_else(|| "per-CPU tracepoint counts refused".to_string(), |e| e.to_string())
+            );
+        }
+        _ => {}
+    }
+    drop(probe);
     let release = schedlab_host::kernel::release();
     let policy = match &a.policy {
         Some(p) if p != "host" => p.clone(),
@@ -546,7 +565,8 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     // Round-robin over the rows, one run of each per round: the host's own drift
     // (these guests share their machines) then spreads over every row instead of
     // landing on the rows that happen to run during a slow stretch.
-    let argvs: Vec<Vec<String>> = only.iter().map(|row| real_argv(&row.spec, cpus.as_deref())).collect::<Result<_, _>>()?;
+    let argvs: Vec<Vec<String>> =
+        only.iter().map(|row| real_argv(&row.spec, cpus.as_deref(), a.counters.method())).collect::<Result<_, _>>()?;
     let mut launcher = quiet_launcher()?;
     // Each kept real run with the host state it ran in.
     let mut real_results: Vec<Vec<(RealResult, usize)>> = only.iter().map(|_| Vec::new()).collect();

@@ -1,15 +1,35 @@
-//! The kernel's own counters for a whole task tree, as `perf stat` reads them.
+//! The kernel's own counters for a whole task tree, counted so that counting
+//! costs the tree nothing at its switches.
 //!
 //! `perf stat -e context-switches,cpu-migrations,task-clock -- CMD` opens software
 //! counters on CMD with `inherit` set, so every process and thread CMD creates
-//! afterwards gets its own counter whose total is added to the parent's when it
-//! exits (kernel/events/core.c, perf_event_exit_task → sync_child_event). Opening
-//! the same three counters on the calling task, before it creates any worker, and
-//! reading them after every worker has been reaped gives the same numbers for the
-//! same tree. Where perf_event_open is refused (perf_event_paranoid, seccomp,
-//! a kernel without perf events) the fallback is getrusage(): voluntary plus
-//! involuntary switches of the caller and its reaped children (the same events:
-//! every switch-out of the task), CPU time from utime + stime, and no migrations.
+//! gets its own counters, summed into the parent's at exit (kernel/events/core.c,
+//! perf_event_exit_task → sync_child_event). A task with perf events of its own
+//! pays for them at every switch: `perf_event_task_sched_out()` and
+//! `perf_event_task_sched_in()` stop and start its events, timestamps and all.
+//! On this project's hosts that is 0.45 us a switch for one such counter and
+//! 0.65-0.70 us for perf stat's three (a ring of 40 processes passing a byte
+//! through pipes on one vCPU: 4.22-4.30 us a hop alone, 4.92-4.94 us under
+//! `perf stat -e context-switches,cpu-migrations,task-clock`, 4.73-4.77 us with
+//! any one of them; per-CPU counting with `-a` 4.29-4.46 us): the observer's cost,
+//! which a real run measured that way charges to the machine.
+//!
+//! So the default here ([`CounterMethod::Quiet`]) puts no event on the tree's
+//! tasks. Switches and CPU time come from getrusage() of the caller and its reaped
+//! children: every switch-out of a task is one voluntary or involuntary switch
+//! (`__schedule()` counts `nvcsw`/`nivcsw` where perf counts context-switches),
+//! and utime + stime add up to the tasks' `sum_exec_runtime` (`cputime_adjust()`
+//! scales the two to it), which is task-clock. Migrations come from per-CPU
+//! counts of the `sched:sched_migrate_task` tracepoint on every online CPU,
+//! filtered on the tree's comm: `set_task_cpu()` fires it where it counts the
+//! task's `nr_migrations` and perf's cpu-migrations (a placement elsewhere at
+//! wakeup, a balancer's move), so only a migration pays, and only a tracepoint.
+//! The filter takes every task of that comm on the host: the caller names its
+//! tree with a comm no other program runs. That needs what per-CPU tracepoint
+//! counting needs (root, or CAP_PERFMON, and tracefs); where it is refused the
+//! counters fall back to perf stat's inherited ones ([`CounterMethod::Inherited`],
+//! which can also be asked for), and where those are refused too to getrusage()
+//! alone, without migrations.
 
 use std::os::fd::{FromRawFd, OwnedFd};
 
@@ -41,9 +61,31 @@ const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
 const ATTR_FLAG_INHERIT: u64 = 1 << 1;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
+/// How a tree's counts are to be taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterMethod {
+    /// Nothing on the tree's tasks: getrusage() and per-CPU migration counts.
+    Quiet,
+    /// perf stat's inherited software counters, which cost every switch.
+    Inherited,
+}
+
+impl CounterMethod {
+    /// The command-line name (`--counters`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CounterMethod::Quiet => "quiet",
+            CounterMethod::Inherited => "inherited",
+        }
+    }
+}
+
 /// How the counts were obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CounterSource {
+    /// getrusage() for switches and CPU time, per-CPU tracepoint counts for
+    /// migrations.
+    Quiet,
     /// Software perf events with inherit, the same as `perf stat`.
     PerfEvents,
     /// getrusage(SELF) + getrusage(CHILDREN): switches and CPU time, no migrations.
@@ -53,7 +95,8 @@ pub enum CounterSource {
 impl CounterSource {
     pub fn name(self) -> &'static str {
         match self {
-            CounterSource::PerfEvents => "perf_event_open (software, inherited)",
+            CounterSource::Quiet => "getrusage + per-CPU sched_migrate_task counts of the tree's comm",
+            CounterSource::PerfEvents => "perf_event_open (software, inherited: each costs the tree's switches)",
             CounterSource::Rusage => "getrusage (no migration count)",
         }
     }
@@ -69,10 +112,18 @@ pub struct Counts {
     pub source: CounterSource,
 }
 
+enum Counting {
+    /// One `sched:sched_migrate_task` counter per online CPU, filtered on a comm.
+    Quiet(Vec<OwnedFd>),
+    /// context-switches, cpu-migrations and task-clock, inherited.
+    Inherited([OwnedFd; 3]),
+    Rusage,
+}
+
 /// Counters on the calling task and everything it creates from now on.
 pub struct TreeCounters {
-    perf: Option<[OwnedFd; 3]>,
-    /// The rusage baseline, for the fallback.
+    counting: Counting,
+    /// The rusage baseline (switches, CPU ns).
     base: (u64, u64),
 }
 
@@ -138,65 +189,134 @@ fn rusage_totals() -> (u64, u64) {
     total
 }
 
+/// `PERF_EVENT_IOC_SET_FILTER`: `_IOW('$', 6, char *)` (include/uapi/linux/perf_event.h).
+const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
+
+/// A counting event of `type_`/`config` for every task on `cpu` (pid -1).
+fn open_cpu_event(type_: u32, config: u64, cpu: usize) -> Result<OwnedFd, std::io::Error> {
+    let attr = PerfEventAttrV0 { type_, size: std::mem::size_of::<PerfEventAttrV0>() as u32, config, ..Default::default() };
+    // SAFETY: a valid attr of the size it declares; pid -1 with a CPU = every task there.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttrV0,
+            -1,
+            cpu as libc::c_int,
+            -1,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Per online CPU, a count of `sched:sched_migrate_task` for tasks named `comm`.
+fn open_migration_counts(comm: &str) -> Result<Vec<OwnedFd>, HostError> {
+    use std::os::fd::AsRawFd;
+    if comm.is_empty() || comm.len() > 15 || !comm.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\') {
+        return Err(HostError::new("counting the tree's migrations", format!("comm {comm:?} cannot be filtered on")));
+    }
+    let id = crate::tracefs::event_id("sched", "sched_migrate_task")?;
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map_err(|e| HostError::new("reading /sys/devices/system/cpu/online", e))?;
+    let cpus = schedlab_core::topology::parse_cpu_list(online.trim())
+        .ok_or_else(|| HostError::new("reading /sys/devices/system/cpu/online", format!("not a CPU list: {online:?}")))?;
+    let filter = std::ffi::CString::new(format!("comm == \"{comm}\"")).expect("no NUL in a checked comm");
+    cpus.into_iter()
+        .map(|cpu| {
+            let what = || format!("counting sched:sched_migrate_task on CPU {cpu} (perf_event_open)");
+            let fd = open_cpu_event(PERF_TYPE_TRACEPOINT, id, cpu).map_err(|e| HostError::new(what(), e))?;
+            // SAFETY: the filter is a NUL-terminated string the kernel copies.
+            if unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER as _, filter.as_ptr()) } != 0 {
+                return Err(HostError::new(what(), std::io::Error::last_os_error()));
+            }
+            Ok(fd)
+        })
+        .collect()
+}
+
+fn open_inherited() -> Result<[OwnedFd; 3], std::io::Error> {
+    Ok([
+        open_counter(PERF_COUNT_SW_CONTEXT_SWITCHES)?,
+        open_counter(PERF_COUNT_SW_CPU_MIGRATIONS)?,
+        open_counter(PERF_COUNT_SW_TASK_CLOCK)?,
+    ])
+}
+
 impl TreeCounters {
-    /// Opens the counters, falling back to getrusage if perf events are refused.
-    pub fn open() -> TreeCounters {
-        let perf = (|| {
-            Ok::<_, std::io::Error>([
-                open_counter(PERF_COUNT_SW_CONTEXT_SWITCHES)?,
-                open_counter(PERF_COUNT_SW_CPU_MIGRATIONS)?,
-                open_counter(PERF_COUNT_SW_TASK_CLOCK)?,
-            ])
-        })()
-        .ok();
-        TreeCounters { perf, base: rusage_totals() }
+    /// Opens the counters for a tree whose tasks are all named `comm` (the
+    /// caller's, which its workers inherit): by `method`, falling back to
+    /// perf stat's inherited counters and then to getrusage() alone where the
+    /// host refuses (the result's source says which).
+    pub fn open(method: CounterMethod, comm: &str) -> TreeCounters {
+        let base = rusage_totals();
+        let quiet = || open_migration_counts(comm).ok().map(Counting::Quiet);
+        let inherited = || open_inherited().ok().map(Counting::Inherited);
+        let counting = match method {
+            CounterMethod::Quiet => quiet().or_else(inherited),
+            CounterMethod::Inherited => inherited(),
+        };
+        TreeCounters { counting: counting.unwrap_or(Counting::Rusage), base }
     }
 
-    /// Like [`open`](Self::open), but fails instead of falling back.
-    pub fn open_perf_only() -> Result<TreeCounters, HostError> {
-        let c = TreeCounters::open();
-        if c.perf.is_none() {
-            let e = open_counter(PERF_COUNT_SW_CONTEXT_SWITCHES).err();
-            let reason = e.map_or_else(|| "refused".to_string(), |e| e.to_string());
-            return Err(HostError::new("opening perf software counters (perf_event_open)", reason));
-        }
-        Ok(c)
+    /// Like [`open`](Self::open) by `method` alone: fails, with the host's
+    /// reason, where that method cannot count migrations.
+    pub fn open_exactly(method: CounterMethod, comm: &str) -> Result<TreeCounters, HostError> {
+        let base = rusage_totals();
+        let counting = match method {
+            CounterMethod::Quiet => Counting::Quiet(open_migration_counts(comm)?),
+            CounterMethod::Inherited => Counting::Inherited(
+                open_inherited().map_err(|e| HostError::new("opening perf software counters (perf_event_open)", e))?,
+            ),
+        };
+        Ok(TreeCounters { counting, base })
     }
 
     pub fn source(&self) -> CounterSource {
-        if self.perf.is_some() {
-            CounterSource::PerfEvents
-        } else {
-            CounterSource::Rusage
+        match self.counting {
+            Counting::Quiet(_) => CounterSource::Quiet,
+            Counting::Inherited(_) => CounterSource::PerfEvents,
+            Counting::Rusage => CounterSource::Rusage,
         }
     }
 
     /// The totals so far. Call after every worker has been reaped (waited for or
-    /// joined): a live child's counts are not yet in its parent's counter.
+    /// joined): a live child's counts are not yet in its parent's totals.
     pub fn read(&self) -> Result<Counts, HostError> {
-        match &self.perf {
-            Some(fds) => {
+        let rusage = || {
+            let now = rusage_totals();
+            (now.0 - self.base.0, now.1 - self.base.1)
+        };
+        let counts = match &self.counting {
+            Counting::Quiet(fds) => {
+                let mut migrations = 0;
+                for fd in fds {
+                    migrations += read_u64(fd).map_err(|e| HostError::new("reading a migration counter", e))?;
+                }
+                let (context_switches, task_clock_ns) = rusage();
+                Counts { context_switches, cpu_migrations: Some(migrations), task_clock_ns, source: CounterSource::Quiet }
+            }
+            Counting::Inherited(fds) => {
                 let mut v = [0u64; 3];
                 for (fd, slot) in fds.iter().zip(v.iter_mut()) {
                     *slot = read_u64(fd).map_err(|e| HostError::new("reading a perf counter", e))?;
                 }
-                Ok(Counts {
+                Counts {
                     context_switches: v[0],
                     cpu_migrations: Some(v[1]),
                     task_clock_ns: v[2],
                     source: CounterSource::PerfEvents,
-                })
+                }
             }
-            None => {
-                let now = rusage_totals();
-                Ok(Counts {
-                    context_switches: now.0 - self.base.0,
-                    cpu_migrations: None,
-                    task_clock_ns: now.1 - self.base.1,
-                    source: CounterSource::Rusage,
-                })
+            Counting::Rusage => {
+                let (context_switches, task_clock_ns) = rusage();
+                Counts { context_switches, cpu_migrations: None, task_clock_ns, source: CounterSource::Rusage }
             }
-        }
+        };
+        Ok(counts)
     }
 }
 
@@ -235,7 +355,7 @@ mod tests {
     /// switches reach the parent's counter once the child is reaped.
     #[test]
     fn a_reaped_childs_switches_are_counted() {
-        let c = TreeCounters::open();
+        let c = TreeCounters::open(CounterMethod::Quiet, "sh");
         let before = c.read().unwrap();
         let child = std::process::Command::new("/bin/sh")
             .arg("-c")
@@ -246,5 +366,44 @@ mod tests {
         let after = c.read().unwrap();
         assert!(after.context_switches >= before.context_switches + 20, "{before:?} -> {after:?}");
         assert!(after.task_clock_ns > before.task_clock_ns);
+    }
+
+    /// A thread of the tree's comm moved between two CPUs 10 times (each move a
+    /// migration by the stopper, `move_queued_task()` → `set_task_cpu()`) is
+    /// counted 10 times, and the other threads of the host not at all.
+    #[test]
+    fn the_quiet_counters_count_the_trees_migrations_only() {
+        let comm = format!("sl-mig-{}", std::process::id() % 100_000);
+        let c = match TreeCounters::open_exactly(CounterMethod::Quiet, &comm) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let Ok(online) = std::fs::read_to_string("/sys/devices/system/cpu/online") else { return };
+        let cpus = schedlab_core::topology::parse_cpu_list(online.trim()).unwrap_or_default();
+        if cpus.len() < 2 {
+            eprintln!("skipped: one CPU");
+            return;
+        }
+        let (a, b) = (cpus[0], cpus[1]);
+        let name = std::ffi::CString::new(comm.clone()).unwrap();
+        let moved = std::thread::spawn(move || {
+            // SAFETY: PR_SET_NAME with a NUL-terminated string, on this thread.
+            unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+            crate::sys::set_affinity(&crate::sys::cpu_set_of(&[a]).unwrap()).unwrap();
+            for i in 0..10 {
+                let to = if i % 2 == 0 { b } else { a };
+                crate::sys::set_affinity(&crate::sys::cpu_set_of(&[to]).unwrap()).unwrap();
+            }
+        });
+        moved.join().unwrap();
+        let counts = c.read().unwrap();
+        assert_eq!(counts.source, CounterSource::Quiet);
+        // The first pin may or may not move the new thread (it starts where
+        // the spawner placed it); the ten moves after it always do.
+        let m = counts.cpu_migrations.unwrap();
+        assert!((10..=11).contains(&m), "{counts:?}");
     }
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use schedlab_workloads::Workload;
 use serde::{Deserialize, Serialize};
 
-use crate::counters::TreeCounters;
+use crate::counters::{CounterMethod, TreeCounters};
 use crate::launcher::QuietLauncher;
 use crate::run::Outcome;
 use crate::HostError;
@@ -110,14 +110,16 @@ pub fn set_cpus(cpus: &[usize]) -> Result<(), HostError> {
     crate::sys::set_affinity(&set).map_err(|e| HostError::new(format!("CPUs {cpus:?}"), e))
 }
 
-/// Runs `w` in this process, counting the whole tree it creates. In process mode
-/// the caller must be single-threaded (workers are forked).
-pub fn run_here(spec: &str, w: &Workload, cpus: Option<&[usize]>) -> Result<RealResult, HostError> {
+/// Runs `w` in this process, counting the whole tree it creates by `method`
+/// (its tasks carry the workload's comm, which the caller has given this
+/// thread). In process mode the caller must be single-threaded (workers are
+/// forked).
+pub fn run_here(spec: &str, w: &Workload, cpus: Option<&[usize]>, method: CounterMethod) -> Result<RealResult, HostError> {
     check_runnable(w)?;
     if let Some(cpus) = cpus {
         set_cpus(cpus)?;
     }
-    let counters = TreeCounters::open();
+    let counters = TreeCounters::open(method, w.main_comm());
     let involuntary_before = involuntary_switches();
     let mut latencies = Vec::new();
     let elapsed_ns = match w {
