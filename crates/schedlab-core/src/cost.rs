@@ -60,6 +60,31 @@ pub struct HaltedExit {
     pub exit_ns: u64,
 }
 
+/// One measured point of a cold-data curve (`MachineProfile::unix_cold`,
+/// `pipe_cold`): what a 100-byte write and a read pay beyond their cache-hot
+/// cost while `bytes` of data sit queued in all channels of that kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColdStep {
+    pub bytes: u64,
+    pub write_ns: u64,
+    pub read_ns: u64,
+}
+
+/// The extra of a write (`write`) or read at `queued` bytes on `curve`: straight
+/// lines from (0 bytes, 0 ns) through the steps, flat past the last one.
+#[inline]
+pub fn cold_extra_ns(curve: &[ColdStep], queued: u64, write: bool) -> u64 {
+    let value = |s: &ColdStep| if write { s.write_ns } else { s.read_ns };
+    let Some(last) = curve.last() else { return 0 };
+    let Some(i) = curve.iter().position(|s| s.bytes >= queued) else { return value(last) };
+    let hi = &curve[i];
+    let (lo_bytes, lo_ns) = if i == 0 { (0, 0) } else { (curve[i - 1].bytes, value(&curve[i - 1])) };
+    let span = (hi.bytes - lo_bytes) as i128;
+    let rise = value(hi) as i128 - lo_ns as i128;
+    (lo_ns as i128 + rise * (queued - lo_bytes) as i128 / span) as u64
+}
+
 /// Cache capacities and refill costs, for the refill a task pays when it runs again
 /// on the same core after other tasks have pushed its working set out.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,6 +209,13 @@ pub struct MachineProfile {
     pub unix_recv_cold_ns: u64,
     #[serde(default)]
     pub unix_cold_bytes: u64,
+    /// The same extra measured at several footprints, in place of the three
+    /// fields above (which are one step of it): the caches do not empty in
+    /// proportion to the footprint, so `schedlab calibrate` measures sockets
+    /// filled to fractions and multiples of the L2 and past the LLC, less the
+    /// cache-hot calls, and the engine draws straight lines between the steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unix_cold: Vec<ColdStep>,
     /// The same for pipes: extra work of a 100-byte pipe write and read when the
     /// pages queued in all pipes fill `pipe_cold_bytes`, scaled linearly below it.
     /// `schedlab calibrate` measures them with pipes filled past the LLC (or as far
@@ -195,6 +227,9 @@ pub struct MachineProfile {
     pub pipe_read_cold_ns: u64,
     #[serde(default)]
     pub pipe_cold_bytes: u64,
+    /// The same as steps, as `unix_cold` is for sockets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipe_cold: Vec<ColdStep>,
     /// A pipe write's new slot when the pipe keeps no spare page:
     /// `alloc_page(GFP_HIGHUSER | __GFP_ACCOUNT)` in `anon_pipe_get_page()` (the
     /// page allocator and the memory cgroup charge), and the first touch of the
@@ -427,6 +462,7 @@ impl MachineProfile {
             unix_send_cold_ns: 0,
             unix_recv_cold_ns: 0,
             unix_cold_bytes: 0,
+            unix_cold: Vec::new(),
             pipe_page_alloc_ns: 0,
             pipe_page_free_ns: 0,
             pipe_mtime_ns: 0,
@@ -436,6 +472,7 @@ impl MachineProfile {
             pipe_write_cold_ns: 0,
             pipe_read_cold_ns: 0,
             pipe_cold_bytes: 0,
+            pipe_cold: Vec::new(),
             tcp_send_ns: 2000,
             tcp_recv_ns: 300,
             wakeup_ns: 200,
@@ -590,6 +627,30 @@ impl MachineProfile {
             }
             last_idle_ns = h.idle_ns;
         }
+        for (name, steps, one_step) in
+            [("unix_cold", &self.unix_cold, self.unix_cold_bytes), ("pipe_cold", &self.pipe_cold, self.pipe_cold_bytes)]
+        {
+            if !steps.is_empty() && one_step != 0 {
+                let expected = format!(
+                    "either {name} steps or the one-step fields ({name}_bytes and the two _cold_ns), not both (in {origin})"
+                );
+                return Err(SpecError::new(format!("{name}_bytes"), one_step.to_string(), expected));
+            }
+            let mut last_bytes = 0;
+            for (i, step) in steps.iter().enumerate() {
+                let field = |f: &str| format!("{name}[{i}].{f}");
+                if step.bytes <= last_bytes || step.bytes > 1 << 40 {
+                    let expected = format!("1 to {} bytes, above the step before it (in {origin})", 1u64 << 40);
+                    return Err(SpecError::new(field("bytes"), step.bytes.to_string(), expected));
+                }
+                for (f, v) in [("write_ns", step.write_ns), ("read_ns", step.read_ns)] {
+                    if v > OP_NS {
+                        return Err(SpecError::new(field(f), v.to_string(), format!("0 to {OP_NS} ns (in {origin})")));
+                    }
+                }
+                last_bytes = step.bytes;
+            }
+        }
         for (i, b) in self.background.iter().enumerate() {
             let field = |name: &str| format!("background[{i}].{name}");
             let comm_ok = !b.comm.is_empty() && b.comm.len() <= 15 && !b.comm.contains(char::is_whitespace);
@@ -617,6 +678,27 @@ impl MachineProfile {
     /// Writes the profile as TOML (used by `schedlab calibrate`).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("a MachineProfile always serialises")
+    }
+
+    /// The AF_UNIX cold curve: `unix_cold`, or the one step of
+    /// `unix_cold_bytes` (empty where neither is given).
+    pub fn unix_cold_curve(&self) -> Vec<ColdStep> {
+        Self::cold_curve(&self.unix_cold, self.unix_cold_bytes, self.unix_send_cold_ns, self.unix_recv_cold_ns)
+    }
+
+    /// The pipes' cold curve: `pipe_cold`, or the one step of `pipe_cold_bytes`.
+    pub fn pipe_cold_curve(&self) -> Vec<ColdStep> {
+        Self::cold_curve(&self.pipe_cold, self.pipe_cold_bytes, self.pipe_write_cold_ns, self.pipe_read_cold_ns)
+    }
+
+    fn cold_curve(steps: &[ColdStep], bytes: u64, write_ns: u64, read_ns: u64) -> Vec<ColdStep> {
+        if !steps.is_empty() {
+            steps.to_vec()
+        } else if bytes != 0 {
+            vec![ColdStep { bytes, write_ns, read_ns }]
+        } else {
+            Vec::new()
+        }
     }
 
     /// The idle exit of a CPU woken after idling `idle_ns`: `idle_exit_ns`, or a
@@ -708,6 +790,56 @@ mod tests {
     /// A halted CPU's exit steps round-trip, apply from their idle on and only
     /// where the idle halts; steps out of order or too long are refused naming
     /// the field.
+    #[test]
+    fn a_cold_curve_draws_straight_lines_between_its_steps() {
+        let curve = [
+            ColdStep { bytes: 1000, write_ns: 100, read_ns: 10 },
+            ColdStep { bytes: 3000, write_ns: 300, read_ns: 50 },
+            ColdStep { bytes: 4000, write_ns: 200, read_ns: 50 },
+        ];
+        // From (0, 0) to the first step: 500 bytes is half of 100 and of 10.
+        assert_eq!((cold_extra_ns(&curve, 500, true), cold_extra_ns(&curve, 500, false)), (50, 5));
+        assert_eq!(cold_extra_ns(&curve, 1000, true), 100);
+        // 2000 bytes is halfway from 1000 to 3000: 100 + 200 / 2, 10 + 40 / 2.
+        assert_eq!((cold_extra_ns(&curve, 2000, true), cold_extra_ns(&curve, 2000, false)), (200, 30));
+        // A step below the one before it is followed down: 300 - 100 / 2.
+        assert_eq!(cold_extra_ns(&curve, 3500, true), 250);
+        // Flat past the last step, and nothing with no curve.
+        assert_eq!((cold_extra_ns(&curve, 1 << 30, true), cold_extra_ns(&curve, 1 << 30, false)), (200, 50));
+        assert_eq!(cold_extra_ns(&[], 5000, true), 0);
+        assert_eq!(cold_extra_ns(&curve, 0, true), 0);
+    }
+
+    #[test]
+    fn the_one_step_cold_fields_are_a_curve_of_one_step() {
+        let mut p = MachineProfile::from_toml(BROADWELL, "broadwell-ep.toml").unwrap();
+        (p.unix_send_cold_ns, p.unix_recv_cold_ns, p.unix_cold_bytes) = (151, 322, 32 << 20);
+        let curve = p.unix_cold_curve();
+        assert_eq!(curve, vec![ColdStep { bytes: 32 << 20, write_ns: 151, read_ns: 322 }]);
+        // What the linear form charged: full x min(queued, bytes) / bytes.
+        for queued in [0u64, 1, 4 << 20, 17 << 20, 32 << 20, 1 << 30] {
+            let linear = (322u128 * queued.min(32 << 20) as u128 / (32u128 << 20)) as u64;
+            assert_eq!(cold_extra_ns(&curve, queued, false), linear, "{queued}");
+        }
+        assert!(p.pipe_cold_curve().is_empty());
+    }
+
+    #[test]
+    fn cold_steps_round_trip_and_are_checked() {
+        let mut p = MachineProfile::from_toml(BROADWELL, "broadwell-ep.toml").unwrap();
+        p.unix_cold =
+            vec![ColdStep { bytes: 1000, write_ns: 10, read_ns: 20 }, ColdStep { bytes: 3000, write_ns: 15, read_ns: 40 }];
+        let again = MachineProfile::from_toml(&p.to_toml(), "x.toml").unwrap();
+        assert_eq!(again, p);
+        let mut both = p.clone();
+        both.unix_cold_bytes = 5000;
+        assert_eq!(both.check("x.toml").unwrap_err().field, "unix_cold_bytes");
+        let text = p.to_toml().replace("bytes = 3000", "bytes = 1000");
+        assert_eq!(MachineProfile::from_toml(&text, "x.toml").unwrap_err().field, "unix_cold[1].bytes");
+        let text = p.to_toml().replace("read_ns = 40", "read_ns = 99000000");
+        assert_eq!(MachineProfile::from_toml(&text, "x.toml").unwrap_err().field, "unix_cold[1].read_ns");
+    }
+
     #[test]
     fn halted_exit_steps_round_trip_apply_and_are_checked() {
         let mut p = MachineProfile::from_toml(BROADWELL, "broadwell-ep.toml").unwrap();

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use hdrhistogram::Histogram;
 
-use crate::cost::MachineProfile;
+use crate::cost::{cold_extra_ns, ColdStep, MachineProfile};
 use crate::cpuset::CpuSet;
 use crate::events::{Digest, EventKind, EventQueue};
 use crate::ipc::{Channel, IoOutcome, Pipe, UnixStream, WaitQueue};
@@ -444,6 +444,10 @@ pub struct Engine {
     unix_queued_bytes: u64,
     /// Pages held by all pipes' rings: their data's cache footprint.
     pipe_queued_bytes: u64,
+    /// The profile's cold curves of AF_UNIX and pipe calls (`unix_cold_curve()`,
+    /// `pipe_cold_curve()`), read at the two footprints above.
+    unix_cold: Vec<ColdStep>,
+    pipe_cold: Vec<ColdStep>,
     /// The profile charges cold AF_UNIX or pipe calls, which read the two
     /// footprints above; without it they are not kept.
     track_footprint: bool,
@@ -550,7 +554,8 @@ impl Engine {
         let (ncores, nllcs) = (topo.core_cpus.len(), topo.llc_cpus.len());
         let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.map_or(0, |mb| mb.saturating_mul(1_000_000)));
         let tlb_slots = cost.tlb.as_ref().map(|t| t.nr_dyn_asids as usize);
-        let track_footprint = cost.unix_cold_bytes != 0 || cost.pipe_cold_bytes != 0;
+        let (unix_cold, pipe_cold) = (cost.unix_cold_curve(), cost.pipe_cold_curve());
+        let track_footprint = !unix_cold.is_empty() || !pipe_cold.is_empty();
         let mut sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         sys.preempt = cfg.preempt;
         sys.preemption_built = cfg.preempt_dynamic || cfg.preempt.kernel_preemptible();
@@ -578,6 +583,8 @@ impl Engine {
             chans: Vec::new(),
             unix_queued_bytes: 0,
             pipe_queued_bytes: 0,
+            unix_cold,
+            pipe_cold,
             track_footprint,
             halted_exit_charge_ns,
             wake_enqueue_ns: 0,
@@ -1944,22 +1951,15 @@ impl Engine {
     fn unix_extra_ns(&mut self, cpu: usize, chan: crate::program::ChanId, write: bool) -> u64 {
         let Some(Channel::Unix(u)) = self.chans.get(chan) else { return 0 };
         let c = &self.sys.cost;
-        let (peer, extra, cold) = if write {
-            (u.last_recv_cpu, c.unix_send_remote_ns, c.unix_send_cold_ns)
-        } else {
-            (u.last_send_cpu, c.unix_recv_remote_ns, c.unix_recv_cold_ns)
-        };
+        let (peer, extra) =
+            if write { (u.last_recv_cpu, c.unix_send_remote_ns) } else { (u.last_send_cpu, c.unix_recv_remote_ns) };
         // line_ns is 0 on the same core, one line within the LLC, a remote one across.
         let remote = match self.line_ns(peer, cpu) {
             0 => 0,
             l if l == c.cache_line_ns || c.cache_line_ns == 0 => extra,
             l => extra * l / c.cache_line_ns,
         };
-        let cold = if c.unix_cold_bytes == 0 {
-            0
-        } else {
-            (cold as u128 * self.unix_queued_bytes.min(c.unix_cold_bytes) as u128 / c.unix_cold_bytes as u128) as u64
-        };
+        let cold = cold_extra_ns(&self.unix_cold, self.unix_queued_bytes, write);
         let Some(Channel::Unix(u)) = self.chans.get_mut(chan) else { return 0 };
         if write {
             u.last_send_cpu = Some(cpu);
@@ -2000,12 +2000,7 @@ impl Engine {
     /// What a pipe read or write pays beyond its cache-hot cost when the pages
     /// queued in all pipes have pushed the pipes out of the caches.
     fn pipe_cold_ns(&self, rw: RwCall) -> u64 {
-        let c = &self.sys.cost;
-        if c.pipe_cold_bytes == 0 {
-            return 0;
-        }
-        let full = if rw.write { c.pipe_write_cold_ns } else { c.pipe_read_cold_ns };
-        (full as u128 * self.pipe_queued_bytes.min(c.pipe_cold_bytes) as u128 / c.pipe_cold_bytes as u128) as u64
+        cold_extra_ns(&self.pipe_cold, self.pipe_queued_bytes, rw.write)
     }
 
     /// The reuse model: what task `p`, switched in on `cpu`, pays to refill the part

@@ -32,7 +32,7 @@ use crate::sys::{
     cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, thread_cpu_ns, write_all,
 };
 use crate::timer_program;
-use schedlab_core::cost::{BackgroundThreads, MachineProfile, MigrationCost, SchedOpCost, TlbProfile};
+use schedlab_core::cost::{BackgroundThreads, ColdStep, MachineProfile, MigrationCost, SchedOpCost, TlbProfile};
 
 /// What `schedlab calibrate` was asked for.
 pub struct CalibrateOptions {
@@ -335,44 +335,62 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
          {recv:.0} ns - syscall - copy(100 B)"
     ));
 
-    // The same calls with the queued data past the LLC: every send and receive
-    // touches a socket and skbs that have left the caches.
-    let cold = unix_cold_ns(host.llc_bytes, &plan)?;
-    let unix_send_cold_ns = floor(cold.send_ns - unix_send_call, 0);
-    let unix_recv_cold_ns = floor(cold.recv_ns - unix_recv_call, 0);
-    let unix_cold_bytes = (host.llc_bytes as u64).min(cold.footprint_bytes);
-    notes.measured(format!(
-        "unix_send_cold_ns = {unix_send_cold_ns}, unix_recv_cold_ns = {unix_recv_cold_ns}, \
-         unix_cold_bytes = {unix_cold_bytes}: {} AF_UNIX sockets each filled with {} 100-byte \
-         messages (~{} MiB of skbs queued; LLC {} MiB), then drained, on one CPU; per call \
-         {:.0} / {:.0} ns - the cache-hot call {unix_send_call:.0} / {unix_recv_call:.0} ns",
-        cold.sockets,
-        cold.per_socket,
-        cold.footprint_bytes >> 20,
-        host.llc_bytes >> 20,
-        cold.send_ns,
-        cold.recv_ns
-    ));
+    // The same calls with data queued in many sockets, at footprints from a
+    // fraction of the L2 to past the LLC: the extra over the cache-hot call at
+    // each, a curve the engine follows between its steps.
+    let mut unix_cold = Vec::new();
+    for bytes in cold_footprints(host.l2_bytes, host.llc_bytes) {
+        let cold = unix_cold_ns(bytes, &plan)?;
+        let step = ColdStep {
+            bytes: cold.footprint_bytes,
+            write_ns: floor(cold.send_ns - unix_send_call, 0),
+            read_ns: floor(cold.recv_ns - unix_recv_call, 0),
+        };
+        notes.measured(format!(
+            "unix_cold step at {} KiB: write_ns = {}, read_ns = {}: {} AF_UNIX sockets each filled with {} \
+             100-byte messages (L2 {} KiB, LLC {} MiB), then drained, on one CPU; per call {:.0} / {:.0} ns - \
+             the cache-hot call {unix_send_call:.0} / {unix_recv_call:.0} ns",
+            step.bytes >> 10,
+            step.write_ns,
+            step.read_ns,
+            cold.sockets,
+            cold.per_socket,
+            host.l2_bytes >> 10,
+            host.llc_bytes >> 20,
+            cold.send_ns,
+            cold.recv_ns
+        ));
+        push_step(&mut unix_cold, step);
+    }
 
-    // Pipes the same way: 100-byte writes merged into each pipe's pages until the
-    // pages of all of them pass the LLC, then the reads; less a few pipes' worth.
-    let pcold = pipe_cold_ns(host.llc_bytes, &plan)?;
-    let pipe_write_cold_ns = floor(pcold.cold_write_ns - pcold.hot_write_ns, 0);
-    let pipe_read_cold_ns = floor(pcold.cold_read_ns - pcold.hot_read_ns, 0);
-    let pipe_cold_bytes = (host.llc_bytes as u64).min(pcold.footprint_bytes);
-    notes.measured(format!(
-        "pipe_write_cold_ns = {pipe_write_cold_ns}, pipe_read_cold_ns = {pipe_read_cold_ns}, \
-         pipe_cold_bytes = {pipe_cold_bytes}: {} pipes each filled with 100-byte writes to their 16 \
-         pages (~{} MiB; LLC {} MiB), then drained, on one CPU; per call {:.0} / {:.0} ns - the \
-         same on {PIPE_HOT_PIPES} pipes {:.0} / {:.0} ns",
-        pcold.pipes,
-        pcold.footprint_bytes >> 20,
-        host.llc_bytes >> 20,
-        pcold.cold_write_ns,
-        pcold.cold_read_ns,
-        pcold.hot_write_ns,
-        pcold.hot_read_ns
-    ));
+    // Pipes the same way: 100-byte writes merged into the pages of as many pipes
+    // as fill each footprint (16 pages each), then the reads; less a few pipes'
+    // worth.
+    let mut pipe_cold = Vec::new();
+    // Below PIPE_COLD_MIN_PIPES full pipes the measurement is the hot one.
+    let fewest = PIPE_COLD_MIN_PIPES * PIPE_FILL_BYTES;
+    for bytes in cold_footprints(host.l2_bytes, host.llc_bytes).into_iter().filter(|&b| b >= fewest) {
+        let pcold = pipe_cold_ns(bytes, &plan)?;
+        let step = ColdStep {
+            bytes: pcold.footprint_bytes,
+            write_ns: floor(pcold.cold_write_ns - pcold.hot_write_ns, 0),
+            read_ns: floor(pcold.cold_read_ns - pcold.hot_read_ns, 0),
+        };
+        notes.measured(format!(
+            "pipe_cold step at {} KiB: write_ns = {}, read_ns = {}: {} pipes each filled with 100-byte writes \
+             to their 16 pages, then drained, on one CPU; per call {:.0} / {:.0} ns - the same on \
+             {PIPE_HOT_PIPES} pipes {:.0} / {:.0} ns",
+            step.bytes >> 10,
+            step.write_ns,
+            step.read_ns,
+            pcold.pipes,
+            pcold.cold_write_ns,
+            pcold.cold_read_ns,
+            pcold.hot_write_ns,
+            pcold.hot_read_ns
+        ));
+        push_step(&mut pipe_cold, step);
+    }
 
     // TCP over loopback, the same way: the send pays the loopback receive path too.
     let (send, recv) = tcp_send_recv_ns(&plan)?;
@@ -903,18 +921,20 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         unix_recv_ns,
         unix_send_remote_ns,
         unix_recv_remote_ns,
-        unix_send_cold_ns,
-        unix_recv_cold_ns,
-        unix_cold_bytes,
-        pipe_write_cold_ns,
+        unix_send_cold_ns: 0,
+        unix_recv_cold_ns: 0,
+        unix_cold_bytes: 0,
+        unix_cold,
+        pipe_write_cold_ns: 0,
         pipe_page_alloc_ns,
         pipe_page_free_ns,
         pipe_mtime_ns,
         pipe_atime_ns,
         pipe_was_empty_ns,
         pipe_emptied_ns,
-        pipe_read_cold_ns,
-        pipe_cold_bytes,
+        pipe_read_cold_ns: 0,
+        pipe_cold_bytes: 0,
+        pipe_cold,
         tcp_send_ns,
         tcp_recv_ns,
         wakeup_ns,
@@ -1691,6 +1711,8 @@ struct Host {
     other_llc: Option<usize>,
     other_node: Option<usize>,
     llc_bytes: usize,
+    /// cpu_a's level-2 cache (1 MiB where sysfs does not say).
+    l2_bytes: usize,
     /// How many CPUs share cpu_a's LLC.
     llc_cpus: usize,
     /// Allowed CPUs of cpu_a's NUMA node (at most 64: enough to saturate memory).
@@ -1716,11 +1738,17 @@ impl Host {
 
         // The last-level cache: the highest cache index level.
         let (mut llc_level, mut llc_cpus, mut llc_bytes) = (0u32, vec![cpu_a], 32usize << 20);
+        let mut l2_bytes = 1usize << 20;
         for index in 0..8 {
             let dir = format!("{cpu_dir}/cache/index{index}");
             let Some(level) = read_sys(&format!("{dir}/level")).and_then(|l| l.parse().ok()) else {
                 continue;
             };
+            if level == 2 {
+                if let Some(size) = read_sys(&format!("{dir}/size")).and_then(|s| parse_cache_size(&s)) {
+                    l2_bytes = size;
+                }
+            }
             if level > llc_level {
                 llc_level = level;
                 if let Some(list) = read_sys(&format!("{dir}/shared_cpu_list")) {
@@ -1777,6 +1805,7 @@ impl Host {
             other_llc,
             other_node,
             llc_bytes,
+            l2_bytes,
             llc_cpus: llc_cpus.len(),
             node_cpus,
             model,
@@ -2124,6 +2153,30 @@ fn alternating_medians(
     Ok(samples.map(|v| (med(&v, |x| x.0), med(&v, |x| x.1))))
 }
 
+/// The footprints the cold curves are measured at: a quarter, a half, one, two,
+/// four and eight L2s, and 1.5 LLCs, each below the last. Measured on this
+/// project's hosts (1 MiB L2, 32 MiB LLC) the extra of a socket receive grows
+/// to nearly all of its past-the-LLC value by 2-4 MiB (validate-host.txt, step
+/// 34), so one step at the LLC with straight lines below it undercharged every
+/// footprint between.
+fn cold_footprints(l2_bytes: usize, llc_bytes: usize) -> Vec<usize> {
+    let past_llc = llc_bytes * 3 / 2;
+    let mut at: Vec<usize> = [l2_bytes / 4, l2_bytes / 2, l2_bytes, 2 * l2_bytes, 4 * l2_bytes, 8 * l2_bytes]
+        .into_iter()
+        .filter(|&b| b > 0 && b < past_llc)
+        .collect();
+    at.push(past_llc);
+    at
+}
+
+/// Adds a measured step to a cold curve unless its footprint is not above the
+/// last one's (a measurement the descriptor or socket limits capped).
+fn push_step(curve: &mut Vec<ColdStep>, step: ColdStep) {
+    if curve.last().is_none_or(|last| step.bytes > last.bytes) {
+        curve.push(step);
+    }
+}
+
 /// Per-call times of 100-byte AF_UNIX stream writes and reads.
 fn unix_send_recv_ns(plan: &Plan) -> Result<(f64, f64)> {
     let (mut a, mut b) = std::os::unix::net::UnixStream::pair().context("socketpair(AF_UNIX)")?;
@@ -2140,20 +2193,26 @@ struct UnixCold {
 
 /// Messages queued per socket: under the default 208 KiB send buffer.
 const UNIX_COLD_PER_SOCKET: usize = 250;
+/// Sockets filled at the smallest footprints: a hackbench group's 20.
+const UNIX_COLD_MIN_SOCKETS: usize = 20;
 /// At most this many socket pairs (two descriptors each), within the usual
 /// 1024-descriptor limit.
 const UNIX_COLD_MAX_SOCKETS: usize = 400;
 
 /// Per-call times of 100-byte AF_UNIX sends that fill enough sockets to queue
-/// 1.5 x the LLC in skbs (at most [`UNIX_COLD_MAX_SOCKETS`]), written round-robin,
-/// then of the receives that drain them in the same order; the median of three
-/// such rounds, on the calling thread's CPU.
-fn unix_cold_ns(llc_bytes: usize, plan: &Plan) -> Result<UnixCold> {
+/// `footprint_bytes` in skbs (at least [`UNIX_COLD_MIN_SOCKETS`], at most
+/// [`UNIX_COLD_MAX_SOCKETS`]), written round-robin, then of the receives that
+/// drain them in the same order; the median of three such rounds, on the
+/// calling thread's CPU.
+fn unix_cold_ns(footprint_bytes: usize, plan: &Plan) -> Result<UnixCold> {
     use std::os::unix::net::UnixStream;
     // The simulator's own skb accounting, so that the footprint means the same there.
     let truesize = schedlab_core::ipc::skb_truesize(100) as usize;
-    let want = llc_bytes * 3 / 2 / (UNIX_COLD_PER_SOCKET * truesize);
-    let sockets = want.clamp(20, UNIX_COLD_MAX_SOCKETS);
+    let messages = (footprint_bytes / truesize).max(UNIX_COLD_MIN_SOCKETS);
+    // hackbench's 20 sockets a group at the small footprints, each holding up
+    // to UNIX_COLD_PER_SOCKET messages, more sockets past that.
+    let per_socket = (messages / UNIX_COLD_MIN_SOCKETS).clamp(1, UNIX_COLD_PER_SOCKET);
+    let sockets = messages.div_ceil(per_socket).clamp(UNIX_COLD_MIN_SOCKETS, UNIX_COLD_MAX_SOCKETS);
     let mut pairs = Vec::with_capacity(sockets);
     for _ in 0..sockets {
         pairs.push(UnixStream::pair().context("socketpair(AF_UNIX) for the cold-socket measurement")?);
@@ -2164,7 +2223,7 @@ fn unix_cold_ns(llc_bytes: usize, plan: &Plan) -> Result<UnixCold> {
     for _ in 0..rounds {
         let t0 = now_ns();
         let mut sent = 0usize;
-        for _ in 0..UNIX_COLD_PER_SOCKET {
+        for _ in 0..per_socket {
             for (tx, _) in &pairs {
                 // SAFETY: sending from a 100-byte buffer.
                 if unsafe { libc::send(tx.as_raw_fd(), msg.as_ptr().cast(), 100, libc::MSG_DONTWAIT) } == 100 {
@@ -2174,7 +2233,7 @@ fn unix_cold_ns(llc_bytes: usize, plan: &Plan) -> Result<UnixCold> {
         }
         let t1 = now_ns();
         let mut got = 0usize;
-        for _ in 0..UNIX_COLD_PER_SOCKET {
+        for _ in 0..per_socket {
             for (_, rx) in &pairs {
                 // SAFETY: reading into a 100-byte buffer.
                 if unsafe { libc::recv(rx.as_raw_fd(), buf.as_mut_ptr().cast(), 100, libc::MSG_DONTWAIT) } == 100 {
@@ -2192,7 +2251,7 @@ fn unix_cold_ns(llc_bytes: usize, plan: &Plan) -> Result<UnixCold> {
     }
     Ok(UnixCold {
         sockets,
-        per_socket: UNIX_COLD_PER_SOCKET,
+        per_socket,
         footprint_bytes: (queued * truesize) as u64,
         send_ns: median(sends).context("no cold send sample")?,
         recv_ns: median(recvs).context("no cold receive sample")?,
@@ -2210,6 +2269,10 @@ struct PipeCold {
 
 /// Pipes of the cache-hot reference measurement.
 const PIPE_HOT_PIPES: usize = 4;
+/// The fewest pipes a cold measurement fills.
+const PIPE_COLD_MIN_PIPES: usize = PIPE_HOT_PIPES * 4;
+/// The pages of one filled pipe: a default pipe's 16.
+const PIPE_FILL_BYTES: usize = 16 * 4096;
 /// 100-byte writes that fill a default pipe's 16 pages (40 merged per page).
 const PIPE_FILL_WRITES: usize = 16 * 40;
 
@@ -2256,12 +2319,12 @@ fn pipe_round_ns(n: usize, rounds: usize) -> Result<(f64, f64)> {
     Ok((median(writes).context("no pipe write sample")?, median(reads).context("no pipe read sample")?))
 }
 
-/// Cold pipe writes and reads: as many pipes as fill 1.5 x the LLC with pages,
-/// within the descriptor limit (raised to its hard limit for the measurement and
+/// Cold pipe writes and reads: as many pipes as fill `footprint_bytes` with
+/// pages, within the descriptor limit (raised to its hard limit for the measurement and
 /// put back after), against the same calls on a few pipes.
-fn pipe_cold_ns(llc_bytes: usize, plan: &Plan) -> Result<PipeCold> {
-    let per_pipe = 16 * 4096;
-    let want = (llc_bytes * 3 / 2).div_ceil(per_pipe).max(PIPE_HOT_PIPES * 4);
+fn pipe_cold_ns(footprint_bytes: usize, plan: &Plan) -> Result<PipeCold> {
+    let per_pipe = PIPE_FILL_BYTES;
+    let want = footprint_bytes.div_ceil(per_pipe).max(PIPE_COLD_MIN_PIPES);
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit fills the struct.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
