@@ -861,6 +861,32 @@ fn a_pipe_closed_with_unread_data() {
     assert_eq!(plain.end_ns, charged.end_ns);
 }
 
+/// A cold pipe call pays the profile's cold extra only when the pipe is not
+/// the one its CPU's last call used (calibrate measures the extra with each
+/// call on another pipe; a pipe drained in a row stays in the cache): of four
+/// writes made while two pages are queued, the two that change pipes pay.
+#[test]
+fn a_pipe_used_twice_in_a_row_pays_its_cold_extra_once() {
+    use schedlab_core::cost::ColdStep;
+    let ops = || {
+        vec![
+            Op::Pipe,
+            Op::Pipe,
+            Op::Write { chan: 0, bytes: 5000 },
+            Op::Write { chan: 0, bytes: 100 },
+            Op::Write { chan: 1, bytes: 100 },
+            Op::Write { chan: 1, bytes: 100 },
+            Op::Write { chan: 0, bytes: 100 },
+        ]
+    };
+    let mut cold = common::unit_profile();
+    cold.pipe_cold = vec![ColdStep { bytes: 4096, write_ns: 1_000_000, read_ns: 1_000_000 }];
+    let plain = run_script_on("1x1x1x1", common::unit_profile(), ops());
+    let charged = run_script_on("1x1x1x1", cold, ops());
+    // The first write finds nothing queued; the second follows it on pipe 0.
+    assert_eq!(charged.end_ns - plain.end_ns, 2_000_000);
+}
+
 /// A reaped process that left a child unreaped keeps its slot: the orphan still
 /// names it as its parent, and must not become the zombie of whatever took the
 /// slot next (here Q, whose wait() must find no child).
