@@ -39,8 +39,8 @@
 //!   80-95 µs for these dynamically linked programs).
 //!
 //! The fork and exit inside those figures are this host's (`fork_ns` 54.6 µs
-//! and `exit_ns` 34.4 µs in machines/epyc-kvm.toml, measured by `schedlab
-//! calibrate` the same day); the model takes them out and charges the simulated machine's
+//! and `exit_ns` 34.4 µs, measured by `schedlab calibrate` the same day as the
+//! traces, then in machines/epyc-kvm.toml); the model takes them out and charges the simulated machine's
 //! own `fork_ns` and `exit_ns` through `Op::Fork` and `Op::Exit`. The rest is
 //! taken as it ran here: there is no trace of the Broadwell machines that
 //! published the seed's figures, so the per-process times are this host's
@@ -84,8 +84,9 @@ const MAX_CONCURRENT: u64 = 64;
 
 const US: u64 = 1000;
 
-/// This host's fork() and exit(), inside the traced durations (epyc-kvm.toml,
-/// `schedlab calibrate`): taken out, the simulated machine's are charged.
+/// This host's fork() and exit(), inside the traced durations (`schedlab
+/// calibrate` the day of the traces): taken out, the simulated machine's are
+/// charged.
 const TRACED_FORK_NS: u64 = 54_571;
 const TRACED_EXIT_NS: u64 = 34_385;
 
