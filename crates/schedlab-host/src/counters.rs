@@ -24,8 +24,9 @@
 //! filtered on the tree's comm: `set_task_cpu()` fires it where it counts the
 //! task's `nr_migrations` and perf's cpu-migrations (a placement elsewhere at
 //! wakeup, a balancer's move), so only a migration pays, and only a tracepoint.
-//! The filter takes every task of that comm on the host: the caller names its
-//! tree with a comm no other program runs. That needs what per-CPU tracepoint
+//! The filter takes every task of that comm on the host: the tree carries the
+//! workload's comm (`hackbench`, `perf`, `schbench`), and a program of that
+//! name running beside it would be counted too. That needs what per-CPU tracepoint
 //! counting needs (root, or CAP_PERFMON, and tracefs); where it is refused the
 //! counters fall back to perf stat's inherited ones ([`CounterMethod::Inherited`],
 //! which can also be asked for), and where those are refused too to getrusage()
