@@ -21,7 +21,7 @@ use schedlab_core::error::SpecError;
 use schedlab_core::sched::{Launcher, PreemptModel};
 use schedlab_core::{MachineProfile, RunConfig, RunResult, Topology};
 use schedlab_host::calibrate::{HostSignature, HOST_STATE_FACTOR};
-use schedlab_host::counters::{CounterMethod, CounterSource, TreeCounters};
+use schedlab_host::counters::{CounterMethod, TreeCounters};
 use schedlab_host::launcher::{QuietLauncher, HALVINGS};
 use schedlab_host::real::{self, RealResult};
 use schedlab_trace::summary;
@@ -112,7 +112,6 @@ fn check_linux() -> Result<(), Failure> {
     Ok(())
 }
 
-/// `schedlab real`: the workload on this host, `runs` times, with its counters.
 /// This host's state now ([`HostSignature`], with the two CPUs it was read
 /// on; None with one CPU), for `command`'s error.
 fn probe_host(command: &str) -> Result<Option<(usize, usize, HostSignature)>, Failure> {
@@ -130,6 +129,7 @@ pub struct RealOptions {
     pub counters: CounterMethod,
 }
 
+/// `schedlab real`: the workload on this host, `runs` times, with its counters.
 pub fn real_cmd(spec: &str, runs: u64, cpus: Option<&str>, timeout_s: u64, opts: RealOptions) -> Result<(), Failure> {
     let RealOptions { json_out, host_state, in_process, counters } = opts;
     check_linux()?;
@@ -470,27 +470,24 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     // are judged, so they must be countable (`schedlab real` alone falls back to
     // getrusage), and a trace needs a tracefs instance.
     let method = a.counters.method();
-    let probe = TreeCounters::open(method, "schedlab-check");
-    match probe.source() {
-        CounterSource::Rusage => {
-            let why = TreeCounters::open_exactly(CounterMethod::Inherited, "schedlab-check").err();
-            let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
-            return Err(Failure::Host(format!(
-                "validate: {} (perf_event_paranoid = {}); run as root or allow perf events for this user",
-                why.map_or_else(|| "the kernel's migration counters are refused".to_string(), |e| e.to_string()),
-                paranoid.trim()
-            )));
-        }
-        CounterSource::PerfEvents if method == CounterMethod::Quiet => {
-            let why = TreeCounters::open_exactly(CounterMethod::Quiet, "schedlab-check").err();
+    let refused = |e: schedlab_host::HostError| {
+        let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
+        Failure::Host(format!(
+            "validate: {e} (perf_event_paranoid = {}); run as root or allow perf events for this user",
+            paranoid.trim()
+        ))
+    };
+    match TreeCounters::open_exactly(method, "schedlab-check") {
+        Ok(_) => {}
+        // The real runs fall back as `TreeCounters::open` does: say so.
+        Err(quiet) if method == CounterMethod::Quiet => {
+            TreeCounters::open_exactly(CounterMethod::Inherited, "schedlab-check").map_err(refused)?;
             eprintln!(
-                "validate: counting the real runs with inherited perf counters, which cost their tasks at every switch ({})",
-                why.map_or_else(|| "per-CPU tracepoint counts refused".to_string(), |e| e.to_string())
+                "validate: counting the real runs with inherited perf counters, which cost their tasks at every switch ({quiet})"
             );
         }
-        _ => {}
+        Err(e) => return Err(refused(e)),
     }
-    drop(probe);
     let release = schedlab_host::kernel::release();
     let policy = match &a.policy {
         Some(p) if p != "host" => p.clone(),

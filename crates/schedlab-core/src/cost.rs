@@ -200,9 +200,9 @@ pub struct MachineProfile {
     /// Extra work of an AF_UNIX send and receive when the data queued in all
     /// AF_UNIX sockets (skb truesize) fills `unix_cold_bytes`: the skbs and the
     /// sockets they sit on have left the caches by the time they are used. Below
-    /// that footprint the extra scales linearly with it. `schedlab calibrate`
-    /// measures both on one CPU with sockets filled past the LLC, less the cache-hot
-    /// calls, and sets `unix_cold_bytes` to the LLC size; absent, 0 (not charged).
+    /// that footprint the extra scales linearly with it: the one-step form of
+    /// `unix_cold` below, which `schedlab calibrate` wrote until 2026-11-28 (one
+    /// point past the LLC); absent, 0 (not charged).
     #[serde(default)]
     pub unix_send_cold_ns: u64,
     #[serde(default)]
@@ -217,10 +217,8 @@ pub struct MachineProfile {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unix_cold: Vec<ColdStep>,
     /// The same for pipes: extra work of a 100-byte pipe write and read when the
-    /// pages queued in all pipes fill `pipe_cold_bytes`, scaled linearly below it.
-    /// `schedlab calibrate` measures them with pipes filled past the LLC (or as far
-    /// as the descriptor limit allows), less the same calls on a few pipes;
-    /// absent, 0 (not charged).
+    /// pages queued in all pipes fill `pipe_cold_bytes`, scaled linearly below it:
+    /// the one-step form of `pipe_cold`; absent, 0 (not charged).
     #[serde(default)]
     pub pipe_write_cold_ns: u64,
     #[serde(default)]
@@ -787,9 +785,7 @@ mod tests {
         }
     }
 
-    /// A halted CPU's exit steps round-trip, apply from their idle on and only
-    /// where the idle halts; steps out of order or too long are refused naming
-    /// the field.
+    /// The cold curve's interpolation, worked by hand.
     #[test]
     fn a_cold_curve_draws_straight_lines_between_its_steps() {
         let curve = [
@@ -840,6 +836,9 @@ mod tests {
         assert_eq!(MachineProfile::from_toml(&text, "x.toml").unwrap_err().field, "unix_cold[1].read_ns");
     }
 
+    /// A halted CPU's exit steps round-trip, apply from their idle on and only
+    /// where the idle halts; steps out of order or too long are refused naming
+    /// the field.
     #[test]
     fn halted_exit_steps_round_trip_apply_and_are_checked() {
         let mut p = MachineProfile::from_toml(BROADWELL, "broadwell-ep.toml").unwrap();

@@ -448,12 +448,10 @@ pub struct Engine {
     /// Pages held by all pipes' rings: their data's cache footprint.
     pipe_queued_bytes: u64,
     /// The profile's cold curves of AF_UNIX and pipe calls (`unix_cold_curve()`,
-    /// `pipe_cold_curve()`), read at the two footprints above.
+    /// `pipe_cold_curve()`), read at the two footprints above; with both empty
+    /// the footprints are not kept (`track_footprint()`).
     unix_cold: Vec<ColdStep>,
     pipe_cold: Vec<ColdStep>,
-    /// The profile charges cold AF_UNIX or pipe calls, which read the two
-    /// footprints above; without it they are not kept.
-    track_footprint: bool,
     /// The tail of a halted CPU's idle exit that the task it wakes for pays
     /// (`idle_exit_charged_ns`, see `resched_curr()`); 0 where it does not apply.
     halted_exit_charge_ns: u64,
@@ -558,7 +556,6 @@ impl Engine {
         let memory = MemoryModel::new(nodes, ncpus, cost.node_mem_bw_mbps.map_or(0, |mb| mb.saturating_mul(1_000_000)));
         let tlb_slots = cost.tlb.as_ref().map(|t| t.nr_dyn_asids as usize);
         let (unix_cold, pipe_cold) = (cost.unix_cold_curve(), cost.pipe_cold_curve());
-        let track_footprint = !unix_cold.is_empty() || !pipe_cold.is_empty();
         let mut sys = System::new(topo, cost, tick_ns, cfg.seed, phase % tick_ns);
         sys.preempt = cfg.preempt;
         sys.preemption_built = cfg.preempt_dynamic || cfg.preempt.kernel_preemptible();
@@ -588,7 +585,6 @@ impl Engine {
             pipe_queued_bytes: 0,
             unix_cold,
             pipe_cold,
-            track_footprint,
             halted_exit_charge_ns,
             wake_enqueue_ns: 0,
             trace_context: TraceContext::Task,
@@ -1972,6 +1968,13 @@ impl Engine {
         remote + cold
     }
 
+    /// The profile charges cold AF_UNIX or pipe calls, which read the queued
+    /// footprints; without it they are not kept.
+    #[inline]
+    fn track_footprint(&self) -> bool {
+        !self.unix_cold.is_empty() || !self.pipe_cold.is_empty()
+    }
+
     /// The bytes `ch` holds towards the cache footprint of queued data: (AF_UNIX
     /// skb truesize, pipe pages). TCP's are not counted.
     fn queued_footprint(ch: &Channel) -> (u64, u64) {
@@ -1985,7 +1988,7 @@ impl Engine {
     /// `chan`'s footprint before a read or write, when the footprints are kept.
     #[inline]
     fn footprint_of(&self, chan: crate::program::ChanId) -> Option<(u64, u64)> {
-        if self.track_footprint {
+        if self.track_footprint() {
             self.chans.get(chan).map(Self::queued_footprint)
         } else {
             None
@@ -2143,7 +2146,7 @@ impl Engine {
                             self.violation(format!("task {p} closed pipe {chan} with tasks waiting on it"));
                         }
                         // Unread pages leave the machine's queued footprint with it.
-                        let before = self.track_footprint.then(|| Self::queued_footprint(&self.chans[chan]));
+                        let before = self.track_footprint().then(|| Self::queued_footprint(&self.chans[chan]));
                         self.chans[chan] = Channel::Pipe(Pipe::default());
                         self.account_footprint(chan, before);
                         self.free_pipes.push(chan);

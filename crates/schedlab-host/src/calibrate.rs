@@ -338,59 +338,46 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     // The same calls with data queued in many sockets, at footprints from a
     // fraction of the L2 to past the LLC: the extra over the cache-hot call at
     // each, a curve the engine follows between its steps.
-    let mut unix_cold = Vec::new();
-    for bytes in cold_footprints(host.l2_bytes, host.llc_bytes) {
+    let footprints = cold_footprints(host.l2_bytes, host.llc_bytes);
+    let unix_cold = cold_curve("unix_cold", footprints.clone(), &mut notes, |bytes| {
         let cold = unix_cold_ns(bytes, &plan)?;
         let step = ColdStep {
             bytes: cold.footprint_bytes,
             write_ns: floor(cold.send_ns - unix_send_call, 0),
             read_ns: floor(cold.recv_ns - unix_recv_call, 0),
         };
-        notes.measured(format!(
-            "unix_cold step at {} KiB: write_ns = {}, read_ns = {}: {} AF_UNIX sockets each filled with {} \
-             100-byte messages (L2 {} KiB, LLC {} MiB), then drained, on one CPU; per call {:.0} / {:.0} ns - \
-             the cache-hot call {unix_send_call:.0} / {unix_recv_call:.0} ns",
-            step.bytes >> 10,
-            step.write_ns,
-            step.read_ns,
+        let detail = format!(
+            "{} AF_UNIX sockets each filled with {} 100-byte messages (L2 {} KiB, LLC {} MiB), then drained, \
+             on one CPU; per call {:.0} / {:.0} ns - the cache-hot call {unix_send_call:.0} / {unix_recv_call:.0} ns",
             cold.sockets,
             cold.per_socket,
             host.l2_bytes >> 10,
             host.llc_bytes >> 20,
             cold.send_ns,
             cold.recv_ns
-        ));
-        push_step(&mut unix_cold, step);
-    }
+        );
+        Ok((step, detail))
+    })?;
 
     // Pipes the same way: 100-byte writes merged into the pages of as many pipes
     // as fill each footprint (16 pages each), then the reads; less a few pipes'
-    // worth.
-    let mut pipe_cold = Vec::new();
-    // Below PIPE_COLD_MIN_PIPES full pipes the measurement is the hot one.
+    // worth. Below PIPE_COLD_MIN_PIPES full pipes the measurement is the hot one.
     let fewest = PIPE_COLD_MIN_PIPES * PIPE_FILL_BYTES;
-    for bytes in cold_footprints(host.l2_bytes, host.llc_bytes).into_iter().filter(|&b| b >= fewest) {
+    let pipe_footprints = footprints.into_iter().filter(|&b| b >= fewest).collect();
+    let pipe_cold = cold_curve("pipe_cold", pipe_footprints, &mut notes, |bytes| {
         let pcold = pipe_cold_ns(bytes, &plan)?;
         let step = ColdStep {
             bytes: pcold.footprint_bytes,
             write_ns: floor(pcold.cold_write_ns - pcold.hot_write_ns, 0),
             read_ns: floor(pcold.cold_read_ns - pcold.hot_read_ns, 0),
         };
-        notes.measured(format!(
-            "pipe_cold step at {} KiB: write_ns = {}, read_ns = {}: {} pipes each filled with 100-byte writes \
-             to their 16 pages, then drained, on one CPU; per call {:.0} / {:.0} ns - the same on \
-             {PIPE_HOT_PIPES} pipes {:.0} / {:.0} ns",
-            step.bytes >> 10,
-            step.write_ns,
-            step.read_ns,
-            pcold.pipes,
-            pcold.cold_write_ns,
-            pcold.cold_read_ns,
-            pcold.hot_write_ns,
-            pcold.hot_read_ns
-        ));
-        push_step(&mut pipe_cold, step);
-    }
+        let detail = format!(
+            "{} pipes each filled with 100-byte writes to their 16 pages, then drained, on one CPU; per call \
+             {:.0} / {:.0} ns - the same on {PIPE_HOT_PIPES} pipes {:.0} / {:.0} ns",
+            pcold.pipes, pcold.cold_write_ns, pcold.cold_read_ns, pcold.hot_write_ns, pcold.hot_read_ns
+        );
+        Ok((step, detail))
+    })?;
 
     // TCP over loopback, the same way: the send pays the loopback receive path too.
     let (send, recv) = tcp_send_recv_ns(&plan)?;
@@ -2169,12 +2156,31 @@ fn cold_footprints(l2_bytes: usize, llc_bytes: usize) -> Vec<usize> {
     at
 }
 
-/// Adds a measured step to a cold curve unless its footprint is not above the
-/// last one's (a measurement the descriptor or socket limits capped).
-fn push_step(curve: &mut Vec<ColdStep>, step: ColdStep) {
-    if curve.last().is_none_or(|last| step.bytes > last.bytes) {
+/// One cold curve: a step measured at each of `footprints` (the step and the
+/// rest of its source line), kept, and noted, only where its footprint is above
+/// the last one's (a measurement the descriptor or socket limits capped adds
+/// nothing).
+fn cold_curve(
+    name: &str,
+    footprints: Vec<usize>,
+    notes: &mut Notes,
+    mut measure: impl FnMut(usize) -> Result<(ColdStep, String)>,
+) -> Result<Vec<ColdStep>> {
+    let mut curve: Vec<ColdStep> = Vec::new();
+    for bytes in footprints {
+        let (step, detail) = measure(bytes)?;
+        if curve.last().is_some_and(|last| step.bytes <= last.bytes) {
+            continue;
+        }
+        notes.measured(format!(
+            "{name} step at {} KiB: write_ns = {}, read_ns = {}: {detail}",
+            step.bytes >> 10,
+            step.write_ns,
+            step.read_ns
+        ));
         curve.push(step);
     }
+    Ok(curve)
 }
 
 /// Per-call times of 100-byte AF_UNIX stream writes and reads.
@@ -2323,8 +2329,7 @@ fn pipe_round_ns(n: usize, rounds: usize) -> Result<(f64, f64)> {
 /// pages, within the descriptor limit (raised to its hard limit for the measurement and
 /// put back after), against the same calls on a few pipes.
 fn pipe_cold_ns(footprint_bytes: usize, plan: &Plan) -> Result<PipeCold> {
-    let per_pipe = PIPE_FILL_BYTES;
-    let want = footprint_bytes.div_ceil(per_pipe).max(PIPE_COLD_MIN_PIPES);
+    let want = footprint_bytes.div_ceil(PIPE_FILL_BYTES).max(PIPE_COLD_MIN_PIPES);
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit fills the struct.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
@@ -2340,7 +2345,14 @@ fn pipe_cold_ns(footprint_bytes: usize, plan: &Plan) -> Result<PipeCold> {
     unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &saved) };
     let (cold_write_ns, cold_read_ns) = cold?;
     let (hot_write_ns, hot_read_ns) = pipe_round_ns(PIPE_HOT_PIPES, rounds * 3)?;
-    Ok(PipeCold { pipes, footprint_bytes: (pipes * per_pipe) as u64, cold_write_ns, cold_read_ns, hot_write_ns, hot_read_ns })
+    Ok(PipeCold {
+        pipes,
+        footprint_bytes: (pipes * PIPE_FILL_BYTES) as u64,
+        cold_write_ns,
+        cold_read_ns,
+        hot_write_ns,
+        hot_read_ns,
+    })
 }
 
 /// Per-call times of 100-byte writes and reads on a loopback TCP connection

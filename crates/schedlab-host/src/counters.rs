@@ -276,14 +276,6 @@ impl TreeCounters {
         Ok(TreeCounters { counting, base })
     }
 
-    pub fn source(&self) -> CounterSource {
-        match self.counting {
-            Counting::Quiet(_) => CounterSource::Quiet,
-            Counting::Inherited(_) => CounterSource::PerfEvents,
-            Counting::Rusage => CounterSource::Rusage,
-        }
-    }
-
     /// The totals so far. Call after every worker has been reaped (waited for or
     /// joined): a live child's counts are not yet in its parent's totals.
     pub fn read(&self) -> Result<Counts, HostError> {
