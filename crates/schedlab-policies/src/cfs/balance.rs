@@ -112,13 +112,17 @@ impl Cfs {
         }
     }
 
-    /// `should_we_balance()` (v4.19 L8493, v5.10 L9474): newly idle always;
-    /// otherwise only the first idle CPU of the local group, or its first CPU if
-    /// none is idle.
-    pub(crate) fn should_we_balance(&self, sys: &System, this_cpu: usize, local: &CpuSet, idle: IdleType) -> bool {
+    /// `should_we_balance()` (v4.19 L8493, v5.10 L9474) for domain `sd_idx` of
+    /// `this_cpu`: newly idle always; otherwise only the first idle CPU of the
+    /// local group, or its first CPU if none is idle. (The local group is read
+    /// only past the newly idle answer: a thousand-CPU machine's newly idle
+    /// passes would otherwise each fetch a span they never look at.)
+    pub(crate) fn should_we_balance(&self, sys: &System, this_cpu: usize, sd_idx: usize, idle: IdleType) -> bool {
         if idle == IdleType::NewlyIdle {
             return true;
         }
+        let sd = &self.doms[this_cpu].domains[sd_idx];
+        let local: &CpuSet = &sd.groups[sd.local_group].span;
         let balance_cpu = local.iter().find(|&c| self.idle_cpu(sys, c)).unwrap_or_else(|| local.iter().next().expect("group"));
         balance_cpu == this_cpu
     }

@@ -388,11 +388,7 @@ impl Cfs {
         charge_cpu: usize,
     ) -> (usize, bool) {
         sys.stats[this_cpu].lb_count += 1;
-        let local = {
-            let sd = &self.doms[this_cpu].domains[sd_idx];
-            sd.groups[sd.local_group].span.clone()
-        };
-        if !self.should_we_balance(sys, this_cpu, &local, idle) {
+        if !self.should_we_balance(sys, this_cpu, sd_idx, idle) {
             self.out_balanced_v3(this_cpu, sd_idx, false);
             return (0, false);
         }

@@ -105,7 +105,7 @@ impl Cfs {
         };
         let prefer_sibling = sd_idx > 0 && self.doms[this_cpu].domains[sd_idx - 1].flags & SD_PREFER_SIBLING != 0;
         let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
-        if !self.should_we_balance(sys, this_cpu, &self.doms[this_cpu].domains[sd_idx].groups[0].span, idle) {
+        if !self.should_we_balance(sys, this_cpu, sd_idx, idle) {
             self.out_balanced(this_cpu, sd_idx);
             return (0, false);
         }

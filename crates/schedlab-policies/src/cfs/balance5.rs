@@ -310,7 +310,7 @@ impl Cfs {
         let imb_numa_nr = self.doms[this_cpu].domains[sd_idx].imb_numa_nr;
         let is_root = sd_idx + 1 == self.doms[this_cpu].domains.len();
         let v66 = self.version >= KernelVersion::V6_6;
-        if !self.should_we_balance(sys, this_cpu, &self.doms[this_cpu].domains[sd_idx].groups[0].span, idle) {
+        if !self.should_we_balance(sys, this_cpu, sd_idx, idle) {
             self.out_balanced5(this_cpu, sd_idx, idle);
             return (0, false);
         }

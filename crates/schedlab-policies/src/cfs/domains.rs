@@ -254,49 +254,55 @@ const V5_NEEDS_GROUPS: u32 = SD_BALANCE_NEWIDLE
 /// A handle: the CPUs whose domains list the same group share one
 /// [`SchedGroupData`], as the kernel's CPUs share their `struct sched_group`s,
 /// so a thousand CPUs' balancing passes read a few hundred groups, not a copy
-/// each.
+/// each. The few numbers every group scan reads are kept in the handle itself:
+/// a scan then reads its domain's groups as one array, where following each
+/// group's pointer was a cache miss per group (most of a thousand-CPU newly
+/// idle pass).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SchedGroup(Arc<SchedGroupData>);
+pub struct SchedGroup {
+    /// Which of the machine's distinct group spans this is (0, 1, ...): groups
+    /// of equal spans share one number, overlapping NUMA groups built per CPU
+    /// included. The balancer keeps its running sums per span (`cfs/scan.rs`).
+    pub span_id: usize,
+    /// CPUs in the span (`group_weight`), counted once when built.
+    pub weight: u64,
+    /// Sum of [`cpu_capacity_orig`] over the span (what `update_group_capacity()` computes
+    /// on an otherwise idle machine).
+    pub capacity: u64,
+    /// `sg->cores` (v6.6+): the cores the span touches.
+    pub cores: u64,
+    /// `sg->flags` (v6.0+): the flags of the child domain the group was built
+    /// from, so SD_SHARE_CPUCAPACITY marks a group of SMT siblings; 0 for a group
+    /// of one CPU, or whose child domain was degenerate (one CPU) and destroyed.
+    pub flags: u32,
+    data: Arc<SchedGroupData>,
+}
 
 impl std::ops::Deref for SchedGroup {
     type Target = SchedGroupData;
 
     fn deref(&self) -> &SchedGroupData {
-        &self.0
+        &self.data
     }
 }
 
-/// What a group is (`struct sched_group` and its `sched_group_capacity`).
+/// What a group is (`struct sched_group` and its `sched_group_capacity`),
+/// beyond the numbers its handle [`SchedGroup`] carries.
 #[derive(Debug, PartialEq, Eq)]
 pub struct SchedGroupData {
     /// Shared by every CPU whose domains list this group, as the kernel shares its
     /// `struct sched_group`s: one copy per group instead of one per CPU and group
     /// (a thousand-CPU LLC would otherwise hold a million spans).
     pub span: Arc<CpuSet>,
-    /// Sum of [`cpu_capacity_orig`] over the span (what `update_group_capacity()` computes
-    /// on an otherwise idle machine).
-    pub capacity: u64,
     /// First CPU of the group's balance mask (`group_balance_cpu()`): the span itself for
     /// ordinary groups; for overlapping NUMA groups only the CPUs whose own child domain is
     /// exactly this group (`build_balance_mask()`).
     pub balance_cpu: usize,
-    /// CPUs in the span (`group_weight`), counted once when built.
-    pub weight: u64,
     /// The span as runs of consecutive CPUs, in order (an LLC whose SMT
     /// siblings are numbered half the machine apart is two runs), so the
     /// balancer's scans walk slices instead of a thousand-bit mask. Same CPUs,
     /// same order. Shared, like the span, by the CPUs that list the group.
     pub span_runs: Arc<[std::ops::Range<usize>]>,
-    /// Which of the machine's distinct group spans this is (0, 1, ...): groups
-    /// of equal spans share one number, overlapping NUMA groups built per CPU
-    /// included. The balancer keeps its running sums per span (`cfs/scan.rs`).
-    pub span_id: usize,
-    /// `sg->flags` (v6.0+): the flags of the child domain the group was built
-    /// from, so SD_SHARE_CPUCAPACITY marks a group of SMT siblings; 0 for a group
-    /// of one CPU, or whose child domain was degenerate (one CPU) and destroyed.
-    pub flags: u32,
-    /// `sg->cores` (v6.6+): the cores the span touches.
-    pub cores: u64,
 }
 
 /// One scheduling domain of one CPU, as `sd_init()` creates it and `cpu_attach_domain()`
@@ -799,16 +805,14 @@ fn make_group(
     }
     let next_id = span_ids.len();
     let span_id = *span_ids.entry(span_runs.iter().map(|r| (r.start, r.end)).collect()).or_insert(next_id);
-    SchedGroup(Arc::new(SchedGroupData {
-        span,
-        capacity,
-        balance_cpu,
-        weight,
-        span_runs: span_runs.into(),
+    SchedGroup {
         span_id,
-        flags,
+        weight,
+        capacity,
         cores,
-    }))
+        flags,
+        data: Arc::new(SchedGroupData { span, balance_cpu, span_runs: span_runs.into() }),
+    }
 }
 
 /// `sd_degenerate()`: a domain of one CPU, or one whose only group makes its
