@@ -431,9 +431,13 @@ pub struct ValidateArgs {
     /// A shipped suite (host-default, host-quick) or a suite .toml.
     #[arg(long, default_value = "host-default")]
     pub suite: String,
-    /// Real and simulated runs per row (default: the suite's).
+    /// Real runs per row (default: the suite's).
     #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>)]
     pub runs: Option<u64>,
+    /// Simulated runs per kept real run, each its own seed, on the profile of the
+    /// state that real run ran in (default: the suite's; host-default 3).
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64>)]
+    pub sim_seeds: Option<u64>,
     /// Only these rows (names or their file-name forms, comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub rows: Option<Vec<String>>,

@@ -449,6 +449,10 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     if !(1..=100).contains(&runs) {
         return Err(SpecError::new("runs", runs.to_string(), "an integer from 1 to 100").into());
     }
+    let sim_seeds = a.sim_seeds.unwrap_or(suite.sim_seeds);
+    if !(1..=100).contains(&sim_seeds) {
+        return Err(SpecError::new("sim-seeds", sim_seeds.to_string(), "an integer from 1 to 100").into());
+    }
     let threads = schedlab_spec::parallel::threads(a.jobs)?;
     let only: Vec<&SuiteRow> = match &a.rows {
         None => suite.rows.iter().collect(),
@@ -657,13 +661,14 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     progress_done();
 
     // Simulated runs, all cores.
-    // Run j of a row is simulated with seed j + 1 on the profile of the state its
-    // real run ran in; a row with no real run kept, on the first profile.
+    // Each kept real run of a row is simulated `sim_seeds` times, on the profile
+    // of the state it ran in (seeds 1, 2, ... in that order); a row with no real
+    // run kept, on the first profile.
     let plans: Vec<Vec<usize>> = real_results
         .iter()
         .map(|reals| match reals.is_empty() {
-            true => vec![0; runs as usize],
-            false => reals.iter().map(|&(_, s)| s).collect(),
+            true => vec![0; (runs * sim_seeds) as usize],
+            false => reals.iter().flat_map(|&(_, s)| std::iter::repeat_n(s, sim_seeds as usize)).collect(),
         })
         .collect();
     let sims = simulate(&sim, &only, &plans, threads)?;
@@ -677,8 +682,15 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         also.push((side.policy, rows));
     }
     let counters = counters_used.unwrap_or_else(|| "-".to_string());
-    let header =
-        Header { suite: suite.name.clone(), runs, release, counters, tolerance: suite.tolerance.clone(), host_state: state };
+    let header = Header {
+        suite: suite.name.clone(),
+        runs,
+        sim_runs: runs * sim_seeds,
+        release,
+        counters,
+        tolerance: suite.tolerance.clone(),
+        host_state: state,
+    };
     let text = match a.format {
         ValidateFormat::Text => {
             let mut t = text_report(&header, &sim, &rows);
@@ -812,7 +824,10 @@ fn trace_comparison(dir: &Path, row: &SuiteRow, real_text: &str, sim: &SimSide) 
 
 pub struct Header {
     pub suite: String,
+    /// Real runs per row.
     pub runs: u64,
+    /// Simulated runs per row (`sim_seeds` per real run).
+    pub sim_runs: u64,
     pub release: String,
     pub counters: String,
     pub tolerance: Tolerance,
@@ -976,7 +991,7 @@ pub fn text_report(h: &Header, sim: &SimSide, rows: &[RowResult]) -> String {
          {}agreement: elapsed within +-{}%, context switches within +-{}%, migrations within {}x where the real median >= {}\n\n",
         h.suite,
         h.runs,
-        h.runs,
+        h.sim_runs,
         h.release,
         h.counters,
         sim.policy,
@@ -1051,7 +1066,7 @@ fn text_table(t: &Tolerance, rows: &[RowResult]) -> String {
 pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult], also: &[(String, Vec<RowResult>)]) -> String {
     let t = &h.tolerance;
     let v = json!({
-        "suite": h.suite, "runs": h.runs,
+        "suite": h.suite, "runs": h.runs, "sim_runs": h.sim_runs,
         "real": { "kernel": h.release, "counters": h.counters },
         "simulated": {
             "policy": sim.policy, "ncpus": sim.topo.ncpus(), "preempt": sim.preempt.name(),
@@ -1271,8 +1286,8 @@ mod tests {
     fn the_default_suite_has_the_seventeen_rows() {
         let s = load_suite("host-default").unwrap();
         assert_eq!(s.rows.len(), 17);
-        assert_eq!((s.runs, s.tolerance.clone()), (3, Tolerance::default()));
-        load_suite("host-quick").unwrap();
+        assert_eq!((s.runs, s.sim_seeds, s.tolerance.clone()), (3, 3, Tolerance::default()));
+        assert_eq!(load_suite("host-quick").unwrap().sim_seeds, 1);
     }
 
     #[test]
@@ -1283,6 +1298,7 @@ mod tests {
             ("name = \"x\"\nrows = []\n", "suite rows"),
             ("name = \"x\"\nrunz = 3\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "runz"),
             ("name = \"x\"\nruns = 0\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "suite runs"),
+            ("name = \"x\"\nsim_seeds = 0\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "suite sim_seeds"),
             ("name = \"x\"\n[[rows]]\nname = \"a\"\nworkload = \"tbench clients=1\"\n", "suite rows.workload"),
             ("name = \"x\"\n[[rows]]\nname = \"a\"\nworkload = \"pipe loops=-1\"\n", "loops"),
             ("name = \"x\"\n[tolerance]\nelapsed_pct = -1.0\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "elapsed_pct"),

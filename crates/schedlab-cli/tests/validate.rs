@@ -148,6 +148,8 @@ fn validate_json_and_csv_carry_every_run() {
         "pipe-thread",
         "--runs",
         "1",
+        "--sim-seeds",
+        "2",
         "--format",
         "csv",
     ]);
@@ -157,10 +159,11 @@ fn validate_json_and_csv_carry_every_run() {
     assert_eq!(lines[0], "row,workload,metric,side,run,value");
     assert_eq!(
         lines.len(),
-        1 + 4 * 2,
-        "four metrics (elapsed, switches, involuntary switches, migrations), real and sim, one run each:\n{out}"
+        1 + 4 * (1 + 2),
+        "four metrics (elapsed, switches, involuntary switches, migrations), one real run and two simulated:\n{out}"
     );
     assert!(out.contains(",involuntary_switches,real,1,"), "{out}");
+    assert!(out.contains(",involuntary_switches,sim,2,") && !out.contains(",sim,3,"), "{out}");
 }
 
 #[test]
@@ -201,6 +204,7 @@ fn bad_input_is_one_line_and_exit_2_before_anything_runs() {
         vec!["validate", "--suite", "no-such-suite"],
         vec!["validate", "--suite", bad_suite.to_str().unwrap()],
         vec!["validate", "--suite", s, "--runs", "0"],
+        vec!["validate", "--suite", s, "--sim-seeds", "0"],
         vec!["validate", "--suite", s, "--rows", "nope"],
         vec!["validate", "--suite", s, "--cpus", "9999"],
         vec!["validate", "--suite", s, "--policy", "eevdf@7.0"],
