@@ -887,12 +887,14 @@ impl HostState {
         self.states.iter().position(|s| s.same_state(reading))
     }
 
-    /// The state of a run: both readings in the same profiled state.
+    /// The state of a run: the first profiled state both readings belong to.
+    /// (Not the first state of each reading compared: profiles of neighbouring
+    /// idle-wake readings overlap, and a run read at 6.4 us before and 9.2 us
+    /// after with states profiled at 10.2 and 6.5 us lies wholly in the second;
+    /// compared reading by reading it was set aside as a change of state.)
     pub fn state_of_run(&self, run: &StateRun) -> Option<usize> {
-        match (self.state_of(&run.before), run.after.and_then(|a| self.state_of(&a))) {
-            (Some(a), Some(b)) if a == b => Some(a),
-            _ => None,
-        }
+        let after = run.after?;
+        self.states.iter().position(|s| s.same_state(&run.before) && s.same_state(&after))
     }
 
     fn text(&self) -> String {
@@ -1259,6 +1261,20 @@ mod tests {
         assert_eq!(st.state_of_run(&run(fast, None)), None, "no reading after the run is no evidence");
         assert_eq!(st.state_of_run(&run(sig(36.0, None), Some(fast))), Some(0), "a figure one side lacks is not compared");
         assert_eq!(st.state_of(&sig(36.0, Some(2800.0))), None, "a state not yet profiled");
+        // Two profiles whose idle-wake readings overlap (validate of 2026-11-28):
+        // a run read at 6.4 us and 9.2 us lies wholly within the second.
+        let overlapping = HostState {
+            cpus: (0, 1),
+            states: vec![sig(35.0, Some(10171.0)), sig(32.0, Some(6541.0))],
+            matched: true,
+            runs: Vec::new(),
+        };
+        assert_eq!(overlapping.state_of_run(&run(sig(33.0, Some(6377.0)), Some(sig(33.0, Some(9212.0))))), Some(1));
+        assert_eq!(
+            overlapping.state_of_run(&run(sig(33.0, Some(9212.0)), Some(sig(33.0, Some(9500.0))))),
+            Some(0),
+            "the first state both fit"
+        );
         st.states.push(sig(232.0, Some(1750.0)));
         assert_eq!(st.state_of_run(&run(sig(240.0, Some(1700.0)), Some(sig(226.0, Some(1760.0))))), Some(1));
         for (b, a) in [(fast, fast), (fast, sig(240.0, Some(1750.0))), (sig(240.0, Some(1750.0)), sig(240.0, Some(1750.0)))] {
