@@ -256,8 +256,8 @@ const V5_NEEDS_GROUPS: u32 = SD_BALANCE_NEWIDLE
 /// so a thousand CPUs' balancing passes read a few hundred groups, not a copy
 /// each. The few numbers every group scan reads are kept in the handle itself:
 /// a scan then reads its domain's groups as one array, where following each
-/// group's pointer was a cache miss per group (most of a thousand-CPU newly
-/// idle pass).
+/// group's pointer was a cache miss per group (a fifth of a thousand-CPU newly
+/// idle pass's samples).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedGroup {
     /// Which of the machine's distinct group spans this is (0, 1, ...): groups
