@@ -86,12 +86,7 @@ pub enum Command {
         /// minutes apart, and their runs' times move with them).
         #[arg(long)]
         host_state: bool,
-        /// How the real runs' tasks are counted: quiet (getrusage for switches and
-        /// CPU time, per-CPU tracepoint counts for migrations: nothing on the tasks'
-        /// switches; needs root or CAP_PERFMON, else falls back to inherited) or
-        /// inherited (perf stat's per-task counters, which cost 0.45-0.7 us at every
-        /// switch on this project's hosts; docs/validate.md).
-        #[arg(long, value_enum, default_value_t = Counters::Quiet)]
+        #[arg(long, value_enum, default_value_t = Counters::Quiet, help = COUNTERS_HELP)]
         counters: Counters,
         /// Run once in this process and print the result as JSON (used by real itself).
         #[arg(long, hide = true)]
@@ -496,14 +491,15 @@ pub struct ValidateArgs {
     pub jobs: Option<usize>,
     #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
     pub format: ValidateFormat,
-    /// How the real runs' tasks are counted: quiet (getrusage for switches and
-    /// CPU time, per-CPU tracepoint counts for migrations: nothing on the tasks'
-    /// switches; needs root or CAP_PERFMON, else falls back to inherited) or
-    /// inherited (perf stat's per-task counters, which cost 0.45-0.7 us at every
-    /// switch on this project's hosts; docs/validate.md).
-    #[arg(long, value_enum, default_value_t = Counters::Quiet)]
+    #[arg(long, value_enum, default_value_t = Counters::Quiet, help = COUNTERS_HELP)]
     pub counters: Counters,
 }
+
+/// `--counters`' help, the same for real and validate.
+const COUNTERS_HELP: &str = "How the real runs' tasks are counted: quiet (getrusage for switches and CPU time, \
+per-CPU tracepoint counts for migrations: nothing on the tasks' switches; needs root or CAP_PERFMON, else falls \
+back to inherited) or inherited (perf stat's per-task counters, which cost 0.45-0.7 us at every switch on this \
+project's hosts; docs/validate.md)";
 
 /// `--counters` of real and validate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -567,7 +567,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     // (these guests share their machines) then spreads over every row instead of
     // landing on the rows that happen to run during a slow stretch.
     let argvs: Vec<Vec<String>> =
-        only.iter().map(|row| real_argv(&row.spec, cpus.as_deref(), a.counters.method())).collect::<Result<_, _>>()?;
+        only.iter().map(|row| real_argv(&row.spec, cpus.as_deref(), method)).collect::<Result<_, _>>()?;
     let mut launcher = quiet_launcher()?;
     // Each kept real run with the host state it ran in.
     let mut real_results: Vec<Vec<(RealResult, usize)>> = only.iter().map(|_| Vec::new()).collect();

@@ -302,8 +302,8 @@ struct CpuExec {
     /// its call ends in a switch: set by a wakeup onto this CPU that asked to
     /// preempt it (see `try_to_wake_up`); the rest goes to the task switched in.
     waker_owned_ns: Option<u64>,
-    /// The channel of the last read or write on this CPU, kept only where the
-    /// profile charges cold pipe calls (`pipe_cold_ns()`).
+    /// The channel of the last pipe read or write on this CPU, kept only where
+    /// the profile charges cold pipe calls (`pipe_cold_ns()`).
     last_chan: Option<crate::program::ChanId>,
     /// The tail of this halted CPU's idle exit that the task it switches to
     /// pays (`idle_exit_charged_ns`), set when a wakeup kicks it.

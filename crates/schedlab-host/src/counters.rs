@@ -129,15 +129,28 @@ pub struct TreeCounters {
 }
 
 fn open_counter(config: u64) -> Result<OwnedFd, std::io::Error> {
-    open_event(PERF_TYPE_SOFTWARE, config, ATTR_FLAG_INHERIT)
+    open_event(PERF_TYPE_SOFTWARE, config, ATTR_FLAG_INHERIT, EventTarget::ThisTask)
 }
 
-fn open_event(type_: u32, config: u64, flags: u64) -> Result<OwnedFd, std::io::Error> {
+/// What a counting event counts.
+#[derive(Clone, Copy)]
+enum EventTarget {
+    /// The calling task, on any CPU (pid 0, cpu -1).
+    ThisTask,
+    /// Every task while it runs on this CPU (pid -1).
+    Cpu(usize),
+}
+
+fn open_event(type_: u32, config: u64, flags: u64, target: EventTarget) -> Result<OwnedFd, std::io::Error> {
     let attr =
         PerfEventAttrV0 { type_, size: std::mem::size_of::<PerfEventAttrV0>() as u32, config, flags, ..Default::default() };
-    // SAFETY: a valid attr of the size it declares; pid 0 = this task, cpu -1 = any.
+    let (pid, cpu): (libc::pid_t, libc::c_int) = match target {
+        EventTarget::ThisTask => (0, -1),
+        EventTarget::Cpu(cpu) => (-1, cpu as libc::c_int),
+    };
+    // SAFETY: a valid attr of the size it declares, no group leader.
     let fd =
-        unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttrV0, 0, -1, -1, PERF_FLAG_FD_CLOEXEC) };
+        unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttrV0, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -153,7 +166,7 @@ impl TracepointCounter {
     /// Opens `<subsystem>:<event>`; fails where tracefs or perf events are refused.
     pub fn open(subsystem: &str, event: &str) -> Result<TracepointCounter, HostError> {
         let id = crate::tracefs::event_id(subsystem, event)?;
-        open_event(PERF_TYPE_TRACEPOINT, id, 0)
+        open_event(PERF_TYPE_TRACEPOINT, id, 0, EventTarget::ThisTask)
             .map(TracepointCounter)
             .map_err(|e| HostError::new(format!("counting tracepoint {subsystem}:{event} (perf_event_open)"), e))
     }
@@ -193,27 +206,6 @@ fn rusage_totals() -> (u64, u64) {
 /// `PERF_EVENT_IOC_SET_FILTER`: `_IOW('$', 6, char *)` (include/uapi/linux/perf_event.h).
 const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
 
-/// A counting event of `type_`/`config` for every task on `cpu` (pid -1).
-fn open_cpu_event(type_: u32, config: u64, cpu: usize) -> Result<OwnedFd, std::io::Error> {
-    let attr = PerfEventAttrV0 { type_, size: std::mem::size_of::<PerfEventAttrV0>() as u32, config, ..Default::default() };
-    // SAFETY: a valid attr of the size it declares; pid -1 with a CPU = every task there.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttrV0,
-            -1,
-            cpu as libc::c_int,
-            -1,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a new descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
 /// Per online CPU, a count of `sched:sched_migrate_task` for tasks named `comm`.
 fn open_migration_counts(comm: &str) -> Result<Vec<OwnedFd>, HostError> {
     use std::os::fd::AsRawFd;
@@ -229,7 +221,7 @@ fn open_migration_counts(comm: &str) -> Result<Vec<OwnedFd>, HostError> {
     cpus.into_iter()
         .map(|cpu| {
             let what = || format!("counting sched:sched_migrate_task on CPU {cpu} (perf_event_open)");
-            let fd = open_cpu_event(PERF_TYPE_TRACEPOINT, id, cpu).map_err(|e| HostError::new(what(), e))?;
+            let fd = open_event(PERF_TYPE_TRACEPOINT, id, 0, EventTarget::Cpu(cpu)).map_err(|e| HostError::new(what(), e))?;
             // SAFETY: the filter is a NUL-terminated string the kernel copies.
             if unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER as _, filter.as_ptr()) } != 0 {
                 return Err(HostError::new(what(), std::io::Error::last_os_error()));
