@@ -305,6 +305,9 @@ struct CpuExec {
     /// The channel of the last pipe read or write on this CPU, kept only where
     /// the profile charges cold pipe calls (`pipe_cold_ns()`).
     last_chan: Option<crate::program::ChanId>,
+    /// Tasks woken onto this idle CPU through its wake list, in order, to be
+    /// enqueued when it handles the IPI (`sched_ttwu_pending()`).
+    wake_list: Vec<(TaskId, WakeFlags)>,
     /// The tail of this halted CPU's idle exit that the task it switches to
     /// pays (`idle_exit_charged_ns`), set when a wakeup kicks it.
     exit_charged_ns: u64,
@@ -689,7 +692,9 @@ impl Engine {
     /// A background thread still runnable or running (after the workload ended,
     /// the run goes on until none is, waking none of them again).
     fn background_awake(&self) -> bool {
-        self.background.iter().any(|&p| matches!(self.sys.tasks[p].state, TaskState::Running | TaskState::Runnable))
+        self.background
+            .iter()
+            .any(|&p| matches!(self.sys.tasks[p].state, TaskState::Running | TaskState::Runnable | TaskState::Waking))
     }
 
     /// Sends the timeline to `sink`.
@@ -937,6 +942,27 @@ impl Engine {
             self.sys.stats[waker_cpu].ttwu_local += 1;
         }
         self.sys.charge(waker_cpu, Charge::Sched, self.sys.cost.wakeup_ns);
+        // ttwu_queue_wakelist() (kernel/sched/core.c, v6.0-v6.18): a wakeup onto
+        // another CPU of the LLC with nothing on its runqueue (ttwu_queue_cond():
+        // `!cpu_rq(cpu)->nr_running`, since f3dd3f674555) is queued on that CPU's
+        // wake list and the IPI sent; the target enqueues it in
+        // sched_ttwu_pending() once it runs again, so the task is neither queued
+        // nor runnable (PELT) through the IPI's flight and the idle exit. Earlier
+        // releases' wake list (other-LLC wakeups; v5.8-v5.19 also WF_ON_CPU ones)
+        // and other-LLC wakeups of 6.x onto busy CPUs are not modelled: the waker
+        // enqueues.
+        if cpu != waker_cpu
+            && self.policy.linux_release().is_some_and(|release| release >= (6, 0))
+            && matches!(self.sys.cpu_state(cpu), CpuState::Idle | CpuState::Kicked)
+            && self.sys.topo.cpus[cpu].llc == self.sys.topo.cpus[waker_cpu].llc
+        {
+            let t = &mut self.sys.tasks[p];
+            t.state = TaskState::Waking;
+            t.woken_at_ns = Some(now);
+            self.cpu[cpu].wake_list.push((p, flags));
+            self.resched_curr(cpu, waker_cpu);
+            return;
+        }
         // ttwu_queue() (kernel/sched/core.c, v5.8+): a busy remote runqueue is
         // locked and enqueued on from here (ttwu_queue_cond() sends only wakeups of
         // idle or other-LLC CPUs through the wake list).
@@ -1123,6 +1149,7 @@ impl Engine {
                     self.queue.push(until, EventKind::Resched { cpu: cpu as u32 });
                     return;
                 }
+                self.sched_ttwu_pending(cpu);
                 self.cpu[cpu].busy_since_ns = now;
                 self.sys.active[cpu] = true;
                 self.sys.set_working(cpu, true);
@@ -1136,11 +1163,41 @@ impl Engine {
             CpuState::Busy => {
                 // Taking the interrupt costs the running CPU its handling time.
                 self.sys.charge(cpu, Charge::Sched, self.sys.cost.ipi_receive_ns);
+                // A wake list sent while this CPU was idle, which has since
+                // picked a task: its handler enqueues and checks preemption.
+                for (p, flags) in self.sched_ttwu_pending(cpu) {
+                    self.check_preempt(cpu, p, cpu, flags);
+                }
                 if self.sys.need_resched[cpu] {
                     self.preempt_if_user(cpu);
                 }
             }
         }
+    }
+
+    /// `sched_ttwu_pending()` on `cpu` as it handles the wake list's IPI: each
+    /// queued task is enqueued here, in the order it was woken
+    /// (`ttwu_do_activate()`: the enqueue and its sched_wakeup on this CPU).
+    /// Returns them: a CPU leaving idle reschedules anyway, a busy one checks
+    /// each for preemption.
+    fn sched_ttwu_pending(&mut self, cpu: usize) -> Vec<(TaskId, WakeFlags)> {
+        if self.cpu[cpu].wake_list.is_empty() {
+            return Vec::new();
+        }
+        let list = std::mem::take(&mut self.cpu[cpu].wake_list);
+        let now = self.sys.now_ns;
+        self.sys.this_cpu = cpu;
+        for &(p, _flags) in &list {
+            let t = &mut self.sys.tasks[p];
+            t.state = TaskState::Runnable;
+            t.last_queued_ns = now;
+            self.sys.mark_waiting(p);
+            self.sys.rq_clock_update(cpu);
+            self.policy.enqueue_task(&mut self.sys, cpu, p, EnqueueReason::Wakeup);
+            self.process_requests();
+            self.emit(cpu, TraceKind::Wakeup { p, target_cpu: cpu });
+        }
+        list
     }
 
     /// The idle thread of `cpu` takes the step it asked for, if the CPU is still idle

@@ -31,6 +31,10 @@ pub enum TaskState {
     Running,
     /// Runnable, waiting in a runqueue.
     Runnable,
+    /// Woken onto an idle CPU's wake list and not yet enqueued (`TASK_WAKING`
+    /// between `__ttwu_queue_wakelist()` and the target's `sched_ttwu_pending()`):
+    /// on no runqueue, and not runnable to the load averages.
+    Waking,
     /// Blocked (interruptible sleep, `S`).
     Sleeping,
     /// Exited, not yet reaped by its parent (`Z`).

@@ -137,16 +137,26 @@ fn a_custom_slice_counts_from_v612_only() {
 }
 
 /// Wakeups of the pipe pair's tasks (by the other one), each with the time and
-/// whether the wakee was enqueued on its waker's CPU.
+/// whether the wakee was enqueued on its waker's CPU. The waker's CPU is the
+/// sched_waking's; the enqueue's is the sched_wakeup's, which v6.0+ emits on the
+/// target when the wakeup went through an idle CPU's wake list.
 #[derive(Default)]
-struct PairWakeups(std::rc::Rc<std::cell::RefCell<Vec<(u64, bool)>>>);
+struct PairWakeups(std::rc::Rc<std::cell::RefCell<Vec<(u64, bool)>>>, std::collections::BTreeMap<usize, (u64, usize)>);
 
 impl schedlab_core::trace::TraceSink for PairWakeups {
     fn record(&mut self, rec: &schedlab_core::trace::TraceRecord, tasks: &[schedlab_core::task::Task]) {
-        if let schedlab_core::trace::TraceKind::Wakeup { p, target_cpu } = rec.kind {
-            if rec.current.is_some() && matches!(tasks[p].comm.as_str(), "main" | "partner") {
-                self.0.borrow_mut().push((rec.time_ns, target_cpu == rec.cpu));
+        match rec.kind {
+            schedlab_core::trace::TraceKind::Waking { p, .. }
+                if rec.current.is_some() && matches!(tasks[p].comm.as_str(), "main" | "partner") =>
+            {
+                self.1.insert(p, (rec.time_ns, rec.cpu));
             }
+            schedlab_core::trace::TraceKind::Wakeup { p, target_cpu } => {
+                if let Some((t, waker_cpu)) = self.1.remove(&p) {
+                    self.0.borrow_mut().push((t, target_cpu == waker_cpu));
+                }
+            }
+            _ => {}
         }
     }
 }
