@@ -961,6 +961,7 @@ impl Engine {
             t.woken_at_ns = Some(now);
             self.cpu[cpu].wake_list.push((p, flags));
             self.resched_curr(cpu, waker_cpu);
+            self.timer_irq_return(waker, waker_cpu);
             return;
         }
         // ttwu_queue() (kernel/sched/core.c, v5.8+): a busy remote runqueue is
@@ -1010,8 +1011,12 @@ impl Engine {
                 self.cpu[w].waker_owned_ns = Some(self.sys.pending_overhead_ns[w].saturating_sub(after_clock_ns));
             }
         }
-        // A timer wakeup runs in the timer interrupt: a reschedule it asked of its own
-        // CPU happens on the interrupt's return, if that CPU was running user code.
+        self.timer_irq_return(waker, waker_cpu);
+    }
+
+    /// A timer wakeup runs in the timer interrupt: a reschedule asked of its own
+    /// CPU happens on the interrupt's return, if that CPU was running user code.
+    fn timer_irq_return(&mut self, waker: Option<usize>, waker_cpu: usize) {
         if waker.is_none() && self.sys.cpu_state(waker_cpu) == CpuState::Busy && self.resched_pending(waker_cpu) {
             self.preempt_if_user(waker_cpu);
         }
