@@ -3152,11 +3152,21 @@ fn tick_irq(cpu: usize, ms: u64) -> Result<TickIrq> {
         bail!("{} gaps at the tick's phase in {ms} ms, {ticks_expected} ticks expected at HZ = {hz}", tick.len());
     }
     let median_of = |v: &[&(u64, u64)]| median(v.iter().map(|g| g.1 as f64).collect()).unwrap_or(0.0);
+    // A tick handler takes microseconds; gaps of a tenth of the period or more at
+    // its phase are the spinner descheduled (another task on the CPU), and a
+    // profile charging them would leave a CPU no time between ticks.
+    let tick_median_ns = median_of(&tick);
+    if tick_median_ns >= (period / 10) as f64 {
+        bail!(
+            "the gaps at the tick's phase have a median of {tick_median_ns:.0} ns, a tenth of the {period} ns \
+             period or more: the spinner on CPU {cpu} was descheduled (is the CPU busy?)"
+        );
+    }
     Ok(TickIrq {
         hz,
         timer_irqs_per_s: per_s,
         tick_gaps: tick.len(),
-        median_ns: median_of(&tick),
+        median_ns: tick_median_ns,
         other_gaps: other.len(),
         other_median_ns: median_of(&other),
     })
