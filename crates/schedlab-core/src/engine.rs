@@ -972,15 +972,8 @@ impl Engine {
             self.wake_enqueue_ns = self.sys.cost.wakeup_remote_ns;
             self.sys.charge(waker_cpu, Charge::Sched, self.wake_enqueue_ns);
         }
-        let t = &mut self.sys.tasks[p];
-        t.state = TaskState::Runnable;
-        t.woken_at_ns = Some(now);
-        t.last_queued_ns = now;
-        self.sys.mark_waiting(p);
-        self.sys.rq_clock_update(cpu);
-        self.policy.enqueue_task(&mut self.sys, cpu, p, EnqueueReason::Wakeup);
-        self.process_requests();
-        self.emit(waker_cpu, TraceKind::Wakeup { p, target_cpu: cpu });
+        self.sys.tasks[p].woken_at_ns = Some(now);
+        self.ttwu_do_activate(p, cpu, waker_cpu);
         self.check_preempt(cpu, p, waker_cpu, flags);
         self.wake_enqueue_ns = 0;
         // A wakeup from another CPU that leaves the running task asked to
@@ -1154,7 +1147,7 @@ impl Engine {
                     self.queue.push(until, EventKind::Resched { cpu: cpu as u32 });
                     return;
                 }
-                self.sched_ttwu_pending(cpu);
+                self.sched_ttwu_pending(cpu, false);
                 self.cpu[cpu].busy_since_ns = now;
                 self.sys.active[cpu] = true;
                 self.sys.set_working(cpu, true);
@@ -1170,9 +1163,7 @@ impl Engine {
                 self.sys.charge(cpu, Charge::Sched, self.sys.cost.ipi_receive_ns);
                 // A wake list sent while this CPU was idle, which has since
                 // picked a task: its handler enqueues and checks preemption.
-                for (p, flags) in self.sched_ttwu_pending(cpu) {
-                    self.check_preempt(cpu, p, cpu, flags);
-                }
+                self.sched_ttwu_pending(cpu, true);
                 if self.sys.need_resched[cpu] {
                     self.preempt_if_user(cpu);
                 }
@@ -1180,29 +1171,38 @@ impl Engine {
         }
     }
 
+    /// `ttwu_do_activate()`: woken `p` joins `cpu`'s runqueue, the enqueue
+    /// running on `on_cpu` (the waker's, or `cpu` itself for its wake list),
+    /// where its sched_wakeup is emitted.
+    fn ttwu_do_activate(&mut self, p: TaskId, cpu: usize, on_cpu: usize) {
+        let t = &mut self.sys.tasks[p];
+        t.state = TaskState::Runnable;
+        t.last_queued_ns = self.sys.now_ns;
+        self.sys.mark_waiting(p);
+        self.sys.rq_clock_update(cpu);
+        self.policy.enqueue_task(&mut self.sys, cpu, p, EnqueueReason::Wakeup);
+        self.process_requests();
+        self.emit(on_cpu, TraceKind::Wakeup { p, target_cpu: cpu });
+    }
+
     /// `sched_ttwu_pending()` on `cpu` as it handles the wake list's IPI: each
-    /// queued task is enqueued here, in the order it was woken
-    /// (`ttwu_do_activate()`: the enqueue and its sched_wakeup on this CPU).
-    /// Returns them: a CPU leaving idle reschedules anyway, a busy one checks
-    /// each for preemption.
-    fn sched_ttwu_pending(&mut self, cpu: usize) -> Vec<(TaskId, WakeFlags)> {
+    /// queued task is enqueued here, in the order it was woken. A CPU leaving
+    /// idle reschedules anyway; a busy one (`busy`) checks each for preemption.
+    /// The list keeps its allocation.
+    fn sched_ttwu_pending(&mut self, cpu: usize, busy: bool) {
         if self.cpu[cpu].wake_list.is_empty() {
-            return Vec::new();
+            return;
         }
-        let list = std::mem::take(&mut self.cpu[cpu].wake_list);
-        let now = self.sys.now_ns;
+        let mut list = std::mem::take(&mut self.cpu[cpu].wake_list);
         self.sys.this_cpu = cpu;
-        for &(p, _flags) in &list {
-            let t = &mut self.sys.tasks[p];
-            t.state = TaskState::Runnable;
-            t.last_queued_ns = now;
-            self.sys.mark_waiting(p);
-            self.sys.rq_clock_update(cpu);
-            self.policy.enqueue_task(&mut self.sys, cpu, p, EnqueueReason::Wakeup);
-            self.process_requests();
-            self.emit(cpu, TraceKind::Wakeup { p, target_cpu: cpu });
+        for &(p, flags) in &list {
+            self.ttwu_do_activate(p, cpu, cpu);
+            if busy {
+                self.check_preempt(cpu, p, cpu, flags);
+            }
         }
-        list
+        list.clear();
+        self.cpu[cpu].wake_list = list;
     }
 
     /// The idle thread of `cpu` takes the step it asked for, if the CPU is still idle
