@@ -675,6 +675,7 @@ impl Engine {
                 e.timer_gen = 1;
                 self.queue.push(self.sys.now_ns + first_ns, EventKind::Timer { task: p as u32, gen: 1 });
                 self.policy.task_fork(&mut self.sys, p, None);
+                self.policy.task_booted(&mut self.sys, p);
                 self.background.push(p);
                 index += 1;
             }

@@ -141,6 +141,11 @@ pub trait SchedClass {
     /// not yet runnable.
     fn task_fork(&mut self, _sys: &mut System, _p: TaskId, _parent: Option<TaskId>) {}
 
+    /// After `task_fork(p, None)` for a thread that has existed since boot (a
+    /// machine's background kernel thread), created asleep: its history is a
+    /// long-lived thread's, not a new task's.
+    fn task_booted(&mut self, _sys: &mut System, _p: TaskId) {}
+
     /// After `task_fork(p, None)` for the workload's first task: what it
     /// inherits from the unsimulated process that started it.
     fn task_launched(&mut self, _sys: &mut System, _p: TaskId, _launcher: &Launcher) {}

@@ -301,7 +301,7 @@ impl Cfs {
         let decayed = cfs.avg.update_cfs_rq(now, load, runnable, cfs.curr.is_some());
         if propagate {
             if let Some(Ent::Group(g, _)) = e {
-                self.propagate_entity_util(q, g, cpu);
+                self.propagate_entity_load_avg(q, g, cpu);
             }
         }
         if decayed || propagate {
@@ -381,15 +381,26 @@ impl Cfs {
         rq.cfs.avg.util_avg.max(rq.cfs.util_est).min(SCHED_CAPACITY_SCALE)
     }
 
-    /// `update_tg_cfs_util()` (fair.c, v4.10+; v6.18 L4553) from
-    /// `propagate_entity_load_avg()`: after a task was attached to or detached
-    /// from group `g`'s cfs_rq on `cpu`, the group entity takes that cfs_rq's
-    /// utilisation and its parent cfs_rq (group `q`) the difference, at once, so
-    /// a task that migrates in brings its utilisation up the hierarchy instead of
-    /// the group entity's own running time building it again. The parent is
-    /// marked in turn (`add_tg_cfs_propagate()`). Load and runnable are not
-    /// propagated here (the group entity's weight follows the shares).
-    pub fn propagate_entity_util(&mut self, q: usize, g: usize, cpu: usize) {
+    /// `propagate_entity_load_avg()` (fair.c, v4.13+; v6.18 L4646): after
+    /// entities were attached to or detached from group `g`'s cfs_rq on `cpu`,
+    /// its group entity takes that cfs_rq's utilisation and the load the change
+    /// brought, and its parent cfs_rq (group `q`) the difference, at once: a
+    /// task that migrates in brings its signals up the hierarchy instead of the
+    /// group entity's own runnable time building them again. The parent is
+    /// marked in turn with the same sum (`add_tg_cfs_propagate()`). The group
+    /// entity's runnable signal is not propagated (v5.7+
+    /// `update_tg_cfs_runnable()`): the modelled cfs_rq's runnable signal counts
+    /// its own queued tasks and leaves at dequeue (see [`Self::se_runnable`]).
+    pub fn propagate_entity_load_avg(&mut self, q: usize, g: usize, cpu: usize) {
+        let runnable_sum = std::mem::take(&mut self.cfs_mut(g, cpu).prop_runnable_sum);
+        self.add_tg_cfs_propagate(q, cpu, runnable_sum);
+        self.update_tg_cfs_util(q, g, cpu);
+        self.update_tg_cfs_load(q, g, cpu, runnable_sum);
+    }
+
+    /// `update_tg_cfs_util()` (fair.c, v4.10+; v6.18 L4553): the group entity
+    /// takes its cfs_rq's utilisation, its parent cfs_rq the difference.
+    fn update_tg_cfs_util(&mut self, q: usize, g: usize, cpu: usize) {
         let group_util = self.cfs(g, cpu).avg.util_avg;
         let divider = self.cfs(q, cpu).avg.divider();
         let se = &mut self.ent_mut(Ent::Group(g, cpu)).avg;
@@ -408,15 +419,80 @@ impl Cfs {
         // average needs at the smallest divider.
         let min_sum = parent.avg.util_avg * (LOAD_AVG_MAX - 1024);
         parent.avg.util_sum = parent.avg.util_sum.max(min_sum as u32);
-        self.add_tg_cfs_propagate(q, cpu);
     }
 
-    /// `add_tg_cfs_propagate()` (v4.10+): group `q`'s cfs_rq on `cpu` changed
-    /// under its group entity, which takes it on at its next update. The root
-    /// has no entity above it.
-    fn add_tg_cfs_propagate(&mut self, q: usize, cpu: usize) {
+    /// `update_tg_cfs_load()` (fair.c, v5.7+; v6.18 L4590; v4.19's
+    /// `update_tg_cfs_runnable()`, L3330, the same with LOAD_AVG_MAX for the
+    /// divider and the runnable load set alike): the group entity's runnable
+    /// time becomes its own plus what was attached below it (at most a full
+    /// window), or, after a detach, at most its cfs_rq's load sum per unit of
+    /// queued weight (all tasks taken as equally runnable); never below its
+    /// running time. Its load is that time at its weight; the parent takes the
+    /// difference. So a new task's full load reaches the root at its first
+    /// enqueue, as the balancer and `wake_affine_weight()` read it.
+    fn update_tg_cfs_load(&mut self, q: usize, g: usize, cpu: usize, runnable_sum: i64) {
+        if runnable_sum == 0 {
+            return;
+        }
+        let v4_19 = self.version == KernelVersion::V4_19;
+        let divider = if v4_19 { LOAD_AVG_MAX } else { self.cfs(q, cpu).avg.divider() } as i64;
+        let e = Ent::Group(g, cpu);
+        let w = self.se_weight(self.ent(e).load.weight) as i64;
+        let se = self.ent(e).avg;
+        let mut runnable_sum = if runnable_sum >= 0 {
+            (runnable_sum + se.load_sum as i64).min(divider)
+        } else {
+            let group_weight = self.se_weight(self.cfs(g, cpu).load.weight) as i64;
+            let per_weight = if group_weight != 0 { self.cfs(g, cpu).avg.load_sum as i64 / group_weight } else { 0 };
+            (se.load_sum as i64).min(per_weight)
+        };
+        let running_sum = i64::from(se.util_sum >> 10);
+        runnable_sum = runnable_sum.max(running_sum);
+        let load_sum = w * runnable_sum;
+        let load_avg = load_sum / divider;
+        let delta_avg = load_avg - se.load_avg as i64;
+        if delta_avg == 0 && !v4_19 {
+            return;
+        }
+        let delta_sum = load_sum - w * se.load_sum as i64;
+        let on_rq = self.ent(e).on_rq;
+        let runnable_w = self.se_runnable_ent(e) as i64;
+        let se = &mut self.ent_mut(e).avg;
+        se.load_sum = runnable_sum as u64;
+        se.load_avg = load_avg as u64;
+        let mut runnable_delta = (0, 0);
+        if v4_19 {
+            // v4.19 sets the runnable load the same way, and the parent's while queued.
+            let runnable_load_sum = runnable_w * runnable_sum;
+            let runnable_load_avg = runnable_load_sum / divider;
+            runnable_delta =
+                (runnable_load_avg - se.runnable_load_avg as i64, runnable_load_sum - w * se.runnable_load_sum as i64);
+            se.runnable_load_sum = runnable_sum as u64;
+            se.runnable_load_avg = runnable_load_avg as u64;
+        }
+        let version = self.version;
+        let parent = &mut self.cfs_mut(q, cpu).avg;
+        parent.load_avg = (parent.load_avg as i64 + delta_avg).max(0) as u64;
+        parent.load_sum = (parent.load_sum as i64 + delta_sum).max(0) as u64;
+        if version >= KernelVersion::V6_6 {
+            // v5.18+ (2d02fa8cc21a): the sum never below what the average needs
+            // at the smallest divider.
+            parent.load_sum = parent.load_sum.max(parent.load_avg * (LOAD_AVG_MAX - 1024));
+        }
+        if v4_19 && on_rq {
+            parent.runnable_load_avg = (parent.runnable_load_avg as i64 + runnable_delta.0).max(0) as u64;
+            parent.runnable_load_sum = (parent.runnable_load_sum as i64 + runnable_delta.1).max(0) as u64;
+        }
+    }
+
+    /// `add_tg_cfs_propagate()` (v4.13+): group `q`'s cfs_rq on `cpu` changed
+    /// under its group entity by `runnable_sum` (an unweighted load sum), which
+    /// the entity takes on at its next update. The root has no entity above it.
+    fn add_tg_cfs_propagate(&mut self, q: usize, cpu: usize, runnable_sum: i64) {
         if q != 0 {
-            self.cfs_mut(q, cpu).propagate = true;
+            let cfs = self.cfs_mut(q, cpu);
+            cfs.propagate = true;
+            cfs.prop_runnable_sum += runnable_sum;
         }
     }
 
@@ -484,7 +560,7 @@ impl Cfs {
                 // the load's sum.
                 avg.runnable_load_sum = avg.runnable_load_avg * avg.divider() / 1024;
             }
-            self.add_tg_cfs_propagate(q, cpu);
+            self.add_tg_cfs_propagate(q, cpu, avg.load_sum as i64);
             let se = self.ent_mut(e);
             se.avg = avg;
             se.rq_cpu = cpu;
@@ -749,7 +825,7 @@ impl Cfs {
         let w_down = self.se_weight(self.se[p].load.weight);
         let q = self.task_group[p];
         self.cfs_mut(q, cpu).avg.detach(&avg, w_down);
-        self.add_tg_cfs_propagate(q, cpu);
+        self.add_tg_cfs_propagate(q, cpu, -(avg.load_sum as i64));
         self.update_tg_load_avg(q, cpu, now);
     }
 
@@ -1274,6 +1350,17 @@ impl SchedClass for Cfs {
         self.se[p].vruntime = self.se[p].vruntime.wrapping_sub(min);
         // Not attached anywhere yet: wake_up_new_task() attaches it where it lands.
         self.se[p].rq_cpu = usize::MAX;
+    }
+
+    /// A kernel thread running since boot starts with its PELT history fully
+    /// decayed, not with init_entity_runnable_average()'s full load: the
+    /// modelled ones sleep hundreds of milliseconds between runs of at most
+    /// 1.4 ms (machines/*.toml `[[background]]`), far longer than PELT's
+    /// memory (a 32 ms half-life), so their signals are within a few units of
+    /// zero. A new task's full load would land on its CPU's root at its first
+    /// wakeup and bias every load comparison there for a hundred milliseconds.
+    fn task_booted(&mut self, _sys: &mut System, p: TaskId) {
+        self.se[p].avg = SchedAvg::default();
     }
 
     /// The launcher's wake_wide() history, inherited as any child's is (above);

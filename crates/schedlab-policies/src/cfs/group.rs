@@ -7,10 +7,11 @@
 //! (`sched_move_task()` → `task_change_group_fair()`). An autogroup is such a group,
 //! which the engine moves a session's first task into (schedlab-core's engine.rs).
 //!
-//! Not modelled: the propagation of a migrating task's PELT sums up the hierarchy
-//! (`propagate_entity_load_avg()`): a group entity's load average follows its own
-//! runnable time at its current weight, as `__update_load_avg_se()` computes it,
-//! and moves with the group's weight, not with tasks arriving or leaving.
+//! A group entity's load average follows its own runnable time at its current
+//! weight, as `__update_load_avg_se()` computes it, and takes at once what tasks
+//! attached below it or detached from it bring or take (`propagate_entity_load_avg()`,
+//! v4.13+; in fair.rs). Not modelled: the propagation of the runnable signal
+//! (v5.7+ `update_tg_cfs_runnable()`).
 
 use schedlab_core::sched::System;
 use schedlab_core::task::TaskId;
@@ -390,6 +391,7 @@ impl Cfs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cfs::pelt::LOAD_AVG_MAX;
     use schedlab_core::Topology;
 
     /// A Cfs on the 16-CPU 2x1x4x2 machine with a `shares` group whose every CPU
@@ -444,11 +446,11 @@ mod tests {
         c.tg[1].cfs_rq[0].avg.util_avg = 300;
         c.ent_mut(g).avg.util_avg = 100;
         c.rq[0].cfs.avg.util_avg = 100;
-        c.propagate_entity_util(0, 1, 0);
+        c.propagate_entity_load_avg(0, 1, 0);
         assert_eq!((c.ent(g).avg.util_avg, c.rq[0].cfs.avg.util_avg), (300, 300));
         assert!(!c.rq[0].cfs.propagate, "the root is never marked");
         c.tg[1].cfs_rq[0].avg.util_avg = 50;
-        c.propagate_entity_util(0, 1, 0);
+        c.propagate_entity_load_avg(0, 1, 0);
         assert_eq!((c.ent(g).avg.util_avg, c.rq[0].cfs.avg.util_avg), (50, 50));
         // Through update_load_avg_se(): only a marked cfs_rq is taken.
         c.tg[1].cfs_rq[0].avg.util_avg = 400;
@@ -457,6 +459,52 @@ mod tests {
         c.tg[1].cfs_rq[0].propagate = true;
         c.update_load_avg_se(0, 0, Some(g), 0);
         assert_eq!((c.ent(g).avg.util_avg, c.tg[1].cfs_rq[0].propagate), (400, false));
+    }
+
+    /// update_tg_cfs_load(): a task attached to a group cfs_rq brings its
+    /// (unweighted) runnable sum to the group entity at the entity's next
+    /// update, at most a full window, so the entity's load jumps to its weight
+    /// and the root takes the difference; a detach takes the entity's sum down
+    /// to its cfs_rq's sum per unit of queued weight. v4.19 divides by
+    /// LOAD_AVG_MAX and sets the runnable load alike.
+    #[test]
+    fn a_group_entity_takes_the_load_attached_below_it() {
+        for version in ["4.19", "5.15", "6.18"] {
+            let mut c = loaded_group(version, None, 1024);
+            let g = Ent::Group(1, 0);
+            let weight = c.se_weight(c.ent(g).load.weight);
+            assert_eq!(weight, 1024, "{version}");
+            let divider = if version == "4.19" { LOAD_AVG_MAX } else { c.rq[0].cfs.avg.divider() };
+            // A quarter window of runnable history so far.
+            c.ent_mut(g).avg.load_sum = divider / 4;
+            c.ent_mut(g).avg.load_avg = weight / 4;
+            c.rq[0].cfs.avg.load_avg = weight / 4;
+            c.rq[0].cfs.avg.load_sum = weight * divider / 4;
+            // A new task's full sum is attached below: the entity is saturated.
+            c.tg[1].cfs_rq[0].propagate = true;
+            c.tg[1].cfs_rq[0].prop_runnable_sum = divider as i64;
+            c.update_load_avg_se(0, 0, Some(g), 0);
+            assert_eq!((c.ent(g).avg.load_sum, c.ent(g).avg.load_avg), (divider, weight), "{version}");
+            assert_eq!(c.rq[0].cfs.avg.load_avg, weight, "{version}: the root takes the difference");
+            assert_eq!(c.tg[1].cfs_rq[0].prop_runnable_sum, 0, "{version}");
+            if version == "4.19" {
+                assert_eq!(c.ent(g).avg.runnable_load_avg, weight, "v4.19 sets the runnable load alike");
+            }
+            // A detach: three queued nice-0 tasks whose cfs_rq sum is a tenth of a
+            // window each; the entity falls to that.
+            let nice0 = c.se_weight(c.res.nice_0_load());
+            c.tg[1].cfs_rq[0].avg.load_sum = 3 * nice0 * (divider / 10);
+            c.tg[1].cfs_rq[0].propagate = true;
+            c.tg[1].cfs_rq[0].prop_runnable_sum = -((divider / 2) as i64);
+            c.update_load_avg_se(0, 0, Some(g), 0);
+            assert_eq!(c.ent(g).avg.load_sum, divider / 10, "{version}");
+            assert_eq!(c.ent(g).avg.load_avg, weight * (divider / 10) / divider, "{version}");
+            assert_eq!(c.rq[0].cfs.avg.load_avg, c.ent(g).avg.load_avg, "{version}");
+            // Nothing marked, nothing moves.
+            c.tg[1].cfs_rq[0].prop_runnable_sum = divider as i64;
+            c.update_load_avg_se(0, 0, Some(g), 0);
+            assert_eq!(c.ent(g).avg.load_sum, divider / 10, "{version}: unmarked");
+        }
     }
 
     /// v6.7+ publishes a cfs_rq's load to `tg->load_avg` at most once a

@@ -163,9 +163,13 @@ pub struct CfsRq {
     /// of the tasks enqueued here.
     pub util_est: u64,
     /// `cfs_rq->propagate` (v4.10+): an entity attached to or detached from this
-    /// group cfs_rq since its group entity last took its utilisation
-    /// (`add_tg_cfs_propagate()`; [`crate::cfs::Cfs::propagate_entity_util`]).
+    /// group cfs_rq since its group entity last took its signals
+    /// (`add_tg_cfs_propagate()`; [`crate::cfs::Cfs::propagate_entity_load_avg`]).
     pub propagate: bool,
+    /// `cfs_rq->prop_runnable_sum` (v4.13+): the unweighted load sums of the
+    /// entities attached (+) and detached (-) since then, which the group
+    /// entity's load takes at its next update (`update_tg_cfs_load()`).
+    pub prop_runnable_sum: i64,
     /// When this cfs_rq last published to `tg->load_avg` (v6.7+, which publishes
     /// at most once a millisecond per cfs_rq); None before the first time.
     pub last_update_tg_load_avg_ns: Option<u64>,
