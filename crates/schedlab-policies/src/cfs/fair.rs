@@ -381,7 +381,7 @@ impl Cfs {
         rq.cfs.avg.util_avg.max(rq.cfs.util_est).min(SCHED_CAPACITY_SCALE)
     }
 
-    /// `propagate_entity_load_avg()` (fair.c, v4.13+; v6.18 L4646): after
+    /// `propagate_entity_load_avg()` (fair.c, every modelled release from v4.19; v6.18 L4646): after
     /// entities were attached to or detached from group `g`'s cfs_rq on `cpu`,
     /// its group entity takes that cfs_rq's utilisation and the load the change
     /// brought, and its parent cfs_rq (group `q`) the difference, at once: a
@@ -475,8 +475,9 @@ impl Cfs {
         parent.load_avg = (parent.load_avg as i64 + delta_avg).max(0) as u64;
         parent.load_sum = (parent.load_sum as i64 + delta_sum).max(0) as u64;
         if version >= KernelVersion::V6_6 {
-            // v5.18+ (2d02fa8cc21a): the sum never below what the average needs
-            // at the smallest divider.
+            // As update_cfs_rq_load_avg() keeps it (present in v6.1; not
+            // modelled before v6.6): the sum never below what the average
+            // needs at the smallest divider.
             parent.load_sum = parent.load_sum.max(parent.load_avg * (LOAD_AVG_MAX - 1024));
         }
         if v4_19 && on_rq {
@@ -485,7 +486,7 @@ impl Cfs {
         }
     }
 
-    /// `add_tg_cfs_propagate()` (v4.13+): group `q`'s cfs_rq on `cpu` changed
+    /// `add_tg_cfs_propagate()` (v4.19 as modelled): group `q`'s cfs_rq on `cpu` changed
     /// under its group entity by `runnable_sum` (an unweighted load sum), which
     /// the entity takes on at its next update. The root has no entity above it.
     fn add_tg_cfs_propagate(&mut self, q: usize, cpu: usize, runnable_sum: i64) {

@@ -10,7 +10,7 @@
 //! A group entity's load average follows its own runnable time at its current
 //! weight, as `__update_load_avg_se()` computes it, and takes at once what tasks
 //! attached below it or detached from it bring or take (`propagate_entity_load_avg()`,
-//! v4.13+; in fair.rs). Not modelled: the propagation of the runnable signal
+//! v4.19+; in fair.rs). Not modelled: the propagation of the runnable signal
 //! (v5.7+ `update_tg_cfs_runnable()`).
 
 use schedlab_core::sched::System;
