@@ -12,6 +12,12 @@ use crate::error::SpecError;
 /// The clock a profile without `cpu_mhz` is taken to run at, MHz.
 pub const DEFAULT_CPU_MHZ: u64 = 3000;
 
+/// The longest tick handler a profile may charge (`tick_irq_ns`): a tenth of
+/// the shortest tick period (HZ = 1000). A handler taking the whole period would
+/// leave its CPU no time between ticks; gaps that long are a descheduled
+/// measurement, not the handler.
+pub const TICK_IRQ_MAX_NS: u64 = 100_000;
+
 /// Cache-refill cost paid by a task on its first run after changing CPU, by how far
 /// it moved. Mirrors what `task_hot()`/`sched_migration_cost_ns` try to avoid.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -575,9 +581,7 @@ impl MachineProfile {
             ("ipi_send_idle_ns", self.ipi_send_idle_ns.unwrap_or(0), 0, OP_NS, "ns"),
             ("ipi_latency_ns", self.ipi_latency_ns, 0, OP_NS, "ns"),
             ("ipi_receive_ns", self.ipi_receive_ns, 0, OP_NS, "ns"),
-            // A tenth of the shortest tick period (HZ = 1000): a handler that took
-            // the whole period would leave its CPU no time between ticks.
-            ("tick_irq_ns", self.tick_irq_ns, 0, 100_000, "ns"),
+            ("tick_irq_ns", self.tick_irq_ns, 0, TICK_IRQ_MAX_NS, "ns"),
             ("timer_program_ns", self.timer_program_ns, 0, OP_NS, "ns"),
             ("idle_exit_ns", self.idle_exit_ns, 0, OP_NS, "ns"),
             ("fork_ns", self.fork_ns, 1, BIG_NS, "ns"),

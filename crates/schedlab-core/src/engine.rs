@@ -458,6 +458,9 @@ pub struct Engine {
     /// The tail of a halted CPU's idle exit that the task it wakes for pays
     /// (`idle_exit_charged_ns`, see `resched_curr()`); 0 where it does not apply.
     halted_exit_charge_ns: u64,
+    /// The policy's Linux release (`SchedClass::linux_release()`), asked once:
+    /// the wakeup path reads it at every remote wakeup.
+    linux_release: Option<(u32, u32)>,
     /// During a wakeup: the waker's remote enqueue, which its IPI follows.
     wake_enqueue_ns: u64,
     /// The context trace records are emitted in (the tick's balancing, a timer).
@@ -570,7 +573,8 @@ impl Engine {
         // itself and the task paid the whole wake-to-run: not modelled. FreeBSD
         // keeps no such clock. A polling CPU's tail is not measured.
         let c = &sys.cost;
-        let halted_exit_charge_ns = match (c.idle_exit_charged_ns, policy.linux_release()) {
+        let linux_release = policy.linux_release();
+        let halted_exit_charge_ns = match (c.idle_exit_charged_ns, linux_release) {
             (Some(tail), Some(release)) if release >= (6, 0) && !c.idle_polls => tail.min(c.idle_exit_ns),
             _ => 0,
         };
@@ -589,6 +593,7 @@ impl Engine {
             unix_cold,
             pipe_cold,
             halted_exit_charge_ns,
+            linux_release,
             wake_enqueue_ns: 0,
             trace_context: TraceContext::Task,
             futexes: BTreeMap::new(),
@@ -953,7 +958,7 @@ impl Engine {
         // and other-LLC wakeups of 6.x onto busy CPUs are not modelled: the waker
         // enqueues.
         if cpu != waker_cpu
-            && self.policy.linux_release().is_some_and(|release| release >= (6, 0))
+            && self.linux_release.is_some_and(|release| release >= (6, 0))
             && matches!(self.sys.cpu_state(cpu), CpuState::Idle | CpuState::Kicked)
             && self.sys.topo.cpus[cpu].llc == self.sys.topo.cpus[waker_cpu].llc
         {
@@ -985,7 +990,7 @@ impl Engine {
         if cpu != waker_cpu
             && self.sys.cpu_state(cpu) == CpuState::Busy
             && self.sys.need_resched[cpu]
-            && self.policy.linux_release().is_some()
+            && self.linux_release.is_some()
         {
             self.sys.rq_clock_skip_ns[cpu] = Some(now);
         }
@@ -999,7 +1004,7 @@ impl Engine {
         // without the measurement, keep charging all of it to the next task.
         // FreeBSD has no such skip; its policies keep the previous rule too.
         if let (Some(w), Some(share)) = (waker, self.sys.cost.wakeup_waker_ns) {
-            if cpu == w && self.sys.active[w] && self.sys.need_resched[w] && self.policy.linux_release().is_some() {
+            if cpu == w && self.sys.active[w] && self.sys.need_resched[w] && self.linux_release.is_some() {
                 let wakeup_ns = self.sys.cost.wakeup_ns;
                 let after_clock_ns = wakeup_ns - share.min(wakeup_ns);
                 self.cpu[w].waker_owned_ns = Some(self.sys.pending_overhead_ns[w].saturating_sub(after_clock_ns));
@@ -1194,8 +1199,9 @@ impl Engine {
         if self.cpu[cpu].wake_list.is_empty() {
             return;
         }
+        // Handled from the CPU's own Resched event, which set this_cpu.
+        debug_assert_eq!(self.sys.this_cpu, cpu);
         let mut list = std::mem::take(&mut self.cpu[cpu].wake_list);
-        self.sys.this_cpu = cpu;
         for &(p, flags) in &list {
             self.ttwu_do_activate(p, cpu, cpu);
             if busy {
@@ -2183,7 +2189,7 @@ impl Engine {
         let mut keep = None;
         let outcome = match op {
             Op::Pipe | Op::PipePacket => {
-                let release = self.policy.linux_release();
+                let release = self.linux_release;
                 let mut pipe = Pipe::default();
                 pipe.wake_writer_on_freed_slot = release.is_some_and(|v| v >= (6, 14));
                 pipe.stamps_times = crate::ipc::stamps_pipe_times(release);

@@ -32,7 +32,7 @@ use crate::sys::{
     cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, thread_cpu_ns, write_all,
 };
 use crate::timer_program;
-use schedlab_core::cost::{BackgroundThreads, ColdStep, MachineProfile, MigrationCost, SchedOpCost, TlbProfile};
+use schedlab_core::cost::{BackgroundThreads, ColdStep, MachineProfile, MigrationCost, SchedOpCost, TlbProfile, TICK_IRQ_MAX_NS};
 
 /// What `schedlab calibrate` was asked for.
 pub struct CalibrateOptions {
@@ -3152,14 +3152,14 @@ fn tick_irq(cpu: usize, ms: u64) -> Result<TickIrq> {
         bail!("{} gaps at the tick's phase in {ms} ms, {ticks_expected} ticks expected at HZ = {hz}", tick.len());
     }
     let median_of = |v: &[&(u64, u64)]| median(v.iter().map(|g| g.1 as f64).collect()).unwrap_or(0.0);
-    // A tick handler takes microseconds; gaps of a tenth of the period or more at
-    // its phase are the spinner descheduled (another task on the CPU), and a
-    // profile charging them would leave a CPU no time between ticks.
+    // A tick handler takes microseconds; gaps at its phase as long as the
+    // profile's bound (`TICK_IRQ_MAX_NS`) are the spinner descheduled (another
+    // task on the CPU), and a profile charging them would be refused.
     let tick_median_ns = median_of(&tick);
-    if tick_median_ns >= (period / 10) as f64 {
+    if tick_median_ns >= TICK_IRQ_MAX_NS as f64 {
         bail!(
-            "the gaps at the tick's phase have a median of {tick_median_ns:.0} ns, a tenth of the {period} ns \
-             period or more: the spinner on CPU {cpu} was descheduled (is the CPU busy?)"
+            "the gaps at the tick's phase have a median of {tick_median_ns:.0} ns, at least the {TICK_IRQ_MAX_NS} ns \
+             a profile may charge for a tick: the spinner on CPU {cpu} was descheduled (is the CPU busy?)"
         );
     }
     Ok(TickIrq {
