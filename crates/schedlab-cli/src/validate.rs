@@ -13,7 +13,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -587,42 +587,85 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         states: vec![HostSignature::of_profile(&sim.machines[0])],
         matched,
         runs: Vec::new(),
+        extra: ExtraWork::default(),
     });
     let mut counters_used: Option<String> = None;
     // Calibrates of states first seen during the runs, at most MAX_HOST_STATES.
     let mut calibrations = 0;
     let mut attempts = vec![0u64; only.len()];
     let mut queue: Vec<usize> = (0..runs).flat_map(|_| 0..only.len()).collect();
+    let first_rounds = queue.len();
+    // What the work beyond the first rounds (retries, calibrates of new states)
+    // has cost, against the suite's budget for it.
+    let budget = Duration::from_secs(suite.extra_budget_s);
+    let mut extra = ExtraWork { budget_s: suite.extra_budget_s, ..ExtraWork::default() };
+    let mut spent = Duration::ZERO;
+    // Each row's last real run, to retry the short rows first.
+    let mut last_elapsed_s = vec![0.0f64; only.len()];
+    // The reading before the last real run.
+    let mut prev_before: Option<HostSignature> = None;
     let mut next = 0;
     loop {
         if next == queue.len() {
-            let short: Vec<usize> =
+            let mut short: Vec<usize> =
                 (0..only.len()).filter(|&i| (real_results[i].len() as u64) < runs && attempts[i] < 2 * runs).collect();
             if !matched || short.is_empty() {
                 break;
             }
+            // The shortest rows first: a budget that runs out keeps the most runs.
+            short.sort_by(|&a, &b| last_elapsed_s[a].total_cmp(&last_elapsed_s[b]));
             queue.extend(short);
         }
         let i = queue[next];
+        if next >= first_rounds && spent >= budget {
+            extra.cut = true;
+            break;
+        }
         next += 1;
         attempts[i] += 1;
         let (row, k) = (only[i], attempts[i]);
+        let started = Instant::now();
         if let (true, Some(st), Some((_, _, before))) = (matched, &mut state, last_probe) {
-            if st.state_of(&before).is_none() && st.states.len() < MAX_HOST_STATES && calibrations < MAX_HOST_STATES {
-                progress(&format!("the host reads {}, another state: calibrating it ...", signature_text(&before)));
-                calibrations += 1;
-                let opts = schedlab_host::calibrate::CalibrateOptions { name: "host".into(), quick: a.quick_calibrate };
-                let p = schedlab_host::calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
-                // The host may have moved back meanwhile: a profile of a state
-                // already profiled is not another one.
-                let sig = HostSignature::of_profile(&p);
-                if st.state_of(&sig).is_none() {
-                    st.states.push(sig);
-                    sim.machines.push(p);
+            // A state is calibrated once it has lasted a whole run: the reading
+            // before the last run and this one both in it. A single reading
+            // outside every profiled state is as often a blip of the idle-wake
+            // figure (its readings spread 6-14 us within minutes on some days),
+            // and a calibrate costs about 25 s.
+            // And once a calibrate has read a state already profiled (the host
+            // moved back within its 25 s), states here are shorter than a
+            // calibrate: no more are tried, and the budget goes to retries.
+            let lasted = prev_before.is_some_and(|p: HostSignature| p.same_state(&before));
+            if lasted
+                && !extra.moved_back
+                && st.state_of(&before).is_none()
+                && st.states.len() < MAX_HOST_STATES
+                && calibrations < MAX_HOST_STATES
+            {
+                if spent >= budget {
+                    extra.cut = true;
+                } else {
+                    progress(&format!("the host reads {}, another state: calibrating it ...", signature_text(&before)));
+                    calibrations += 1;
+                    extra.calibrates += 1;
+                    let opts = schedlab_host::calibrate::CalibrateOptions { name: "host".into(), quick: a.quick_calibrate };
+                    let p = schedlab_host::calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
+                    // The host may have moved back meanwhile: a profile of a state
+                    // already profiled is not another one.
+                    let sig = HostSignature::of_profile(&p);
+                    if st.state_of(&sig).is_none() {
+                        st.states.push(sig);
+                        sim.machines.push(p);
+                    } else {
+                        extra.moved_back = true;
+                    }
+                    last_probe = probe_host()?;
+                    let took = started.elapsed();
+                    spent += took;
+                    extra.spent_s += took.as_secs_f64();
                 }
-                last_probe = probe_host()?;
             }
         }
+        let run_started = Instant::now();
         progress(&format!("real {}/{}: {} (run {k})", next, queue.len(), row.name));
         let r = if k == 1 && a.trace.is_some() {
             let (r, text) = traced_real_run(&mut launcher, &argvs[i], limit)?;
@@ -634,6 +677,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         counters_used.get_or_insert_with(|| r.counters.clone());
         let ran_in = match (&mut state, last_probe) {
             (Some(st), Some((_, _, before))) => {
+                prev_before = Some(before);
                 last_probe = probe_host()?;
                 let mut run = StateRun {
                     row: row.name.clone(),
@@ -654,11 +698,25 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
             }
             _ => Some(0),
         };
+        last_elapsed_s[i] = r.elapsed_ns as f64 / 1e9;
         if let Some(s) = ran_in {
             real_results[i].push((r, s));
         }
+        if next > first_rounds {
+            let took = run_started.elapsed();
+            spent += took;
+            extra.retries += 1;
+            extra.spent_s += took.as_secs_f64();
+        }
     }
     progress_done();
+    extra.short = (0..only.len())
+        .filter(|&i| (real_results[i].len() as u64) < runs)
+        .map(|i| (only[i].name.clone(), real_results[i].len()))
+        .collect();
+    if let Some(st) = &mut state {
+        st.extra = extra;
+    }
 
     // Simulated runs, all cores.
     // Each kept real run of a row is simulated `sim_seeds` times, on the profile
@@ -879,6 +937,25 @@ pub struct HostState {
     pub matched: bool,
     /// Every real run, in the order they ran.
     pub runs: Vec<StateRun>,
+    /// The work beyond the suite's own runs and what its budget cut.
+    pub extra: ExtraWork,
+}
+
+/// What the real side did beyond the suite's `runs` rounds (the suite's
+/// `extra_budget_s`): retries of runs set aside, calibrates of states first seen.
+#[derive(Clone, Debug, Default)]
+pub struct ExtraWork {
+    pub retries: u64,
+    pub calibrates: u64,
+    pub spent_s: f64,
+    pub budget_s: u64,
+    /// The budget was spent with work left (a retry or a calibrate not done).
+    pub cut: bool,
+    /// A calibrate read a state already profiled: the host moved back within
+    /// it, and no further calibrates were tried.
+    pub moved_back: bool,
+    /// Rows left with fewer kept runs than the suite asks, and how many they kept.
+    pub short: Vec<(String, usize)>,
 }
 
 impl HostState {
@@ -939,6 +1016,24 @@ impl HostState {
                 "           set aside and retried (the state changed during the run, or a state beyond {MAX_HOST_STATES}): {}\n",
                 off.join("; ")
             ));
+        }
+        let x = &self.extra;
+        out.push_str(&format!(
+            "           beyond the suite's runs: {} retries and {} calibrates of new states in {:.0} s (budget {} s{})\n",
+            x.retries,
+            x.calibrates,
+            x.spent_s,
+            x.budget_s,
+            if x.cut { ", spent with work left" } else { "" }
+        ));
+        if x.moved_back {
+            out.push_str(
+                "           a calibrate read a state already profiled (the host moved back within it): no further calibrates\n",
+            );
+        }
+        if !x.short.is_empty() {
+            let short: Vec<String> = x.short.iter().map(|(row, kept)| format!("{row} ({kept})")).collect();
+            out.push_str(&format!("           rows judged on fewer runs than the suite's (kept): {}\n", short.join(", ")));
         }
         out
     }
@@ -1087,6 +1182,11 @@ pub fn json_report(h: &Header, sim: &SimSide, rows: &[RowResult], also: &[(Strin
                 "row": r.row, "run": r.run, "before": signature_json(&r.before), "after": r.after.as_ref().map(signature_json),
                 "elapsed_s": r.elapsed_s, "state": r.state.map(|s| s + 1),
             })).collect::<Vec<_>>(),
+            "beyond_runs": {
+                "retries": hs.extra.retries, "calibrates": hs.extra.calibrates, "spent_s": hs.extra.spent_s,
+                "budget_s": hs.extra.budget_s, "cut": hs.extra.cut, "calibrate_moved_back": hs.extra.moved_back,
+                "short_rows": hs.extra.short.iter().map(|(row, kept)| json!({ "row": row, "kept": kept })).collect::<Vec<_>>(),
+            },
         })),
         "rows": rows_json(t, rows),
         "summary": summary_json(t, rows),
@@ -1245,7 +1345,13 @@ mod tests {
     #[test]
     fn a_real_run_belongs_to_a_state_only_when_both_readings_do() {
         let sig = |cache_line_ns, idle: Option<f64>| HostSignature { cache_line_ns, idle_wake_ns: idle };
-        let mut st = HostState { cpus: (0, 1), states: vec![sig(36.0, Some(1750.0))], matched: true, runs: Vec::new() };
+        let mut st = HostState {
+            cpus: (0, 1),
+            states: vec![sig(36.0, Some(1750.0))],
+            matched: true,
+            runs: Vec::new(),
+            extra: ExtraWork::default(),
+        };
         let run = |before: HostSignature, after: Option<HostSignature>| StateRun {
             row: "r".into(),
             run: 1,
@@ -1268,6 +1374,7 @@ mod tests {
             states: vec![sig(35.0, Some(10171.0)), sig(32.0, Some(6541.0))],
             matched: true,
             runs: Vec::new(),
+            extra: ExtraWork::default(),
         };
         assert_eq!(overlapping.state_of_run(&run(sig(33.0, Some(6377.0)), Some(sig(33.0, Some(9212.0))))), Some(1));
         assert_eq!(
@@ -1315,6 +1422,7 @@ mod tests {
             ("name = \"x\"\nrunz = 3\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "runz"),
             ("name = \"x\"\nruns = 0\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "suite runs"),
             ("name = \"x\"\nsim_seeds = 0\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "suite sim_seeds"),
+            ("name = \"x\"\nextra_budget_s = 4000\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "suite extra_budget_s"),
             ("name = \"x\"\n[[rows]]\nname = \"a\"\nworkload = \"tbench clients=1\"\n", "suite rows.workload"),
             ("name = \"x\"\n[[rows]]\nname = \"a\"\nworkload = \"pipe loops=-1\"\n", "loops"),
             ("name = \"x\"\n[tolerance]\nelapsed_pct = -1.0\n[[rows]]\nname = \"a\"\nworkload = \"pipe\"\n", "elapsed_pct"),

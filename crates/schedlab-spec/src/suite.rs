@@ -20,6 +20,7 @@ struct SuiteFile {
     runs: Option<u64>,
     sim_seeds: Option<u64>,
     timeout_s: Option<u64>,
+    extra_budget_s: Option<u64>,
     tolerance: Option<ToleranceFile>,
     rows: Vec<RowFile>,
 }
@@ -74,6 +75,13 @@ pub struct Suite {
     /// row by its luck; simulated runs cost a second or less.
     pub sim_seeds: u64,
     pub timeout_s: u64,
+    /// Wall seconds the real side may spend on work beyond the suite's own
+    /// `runs` rounds, which always run: retries of runs set aside because the
+    /// host changed state during them, and calibrates of states first seen. No
+    /// such work starts once this much has been spent (the last one may run
+    /// over); a row left short of runs is judged on the runs it kept, and the
+    /// report says what the budget cut.
+    pub extra_budget_s: u64,
     pub tolerance: Tolerance,
     pub rows: Vec<SuiteRow>,
 }
@@ -83,6 +91,9 @@ pub fn load_suite(name_or_path: &str) -> Result<Suite, SpecError> {
     let (text, origin) = crate::shipped::text("suite", BUILTIN, name_or_path)?;
     parse(&text, &origin)
 }
+
+/// A suite's `extra_budget_s` when it names none.
+pub const DEFAULT_EXTRA_BUDGET_S: u64 = 60;
 
 /// A suite from its TOML text, every field checked; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<Suite, SpecError> {
@@ -100,6 +111,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Suite, SpecError> {
     let timeout_s = f.timeout_s.unwrap_or(120);
     if !(1..=3600).contains(&timeout_s) {
         return Err(SpecError::new("suite timeout_s", timeout_s.to_string(), "an integer from 1 to 3600"));
+    }
+    let extra_budget_s = f.extra_budget_s.unwrap_or(DEFAULT_EXTRA_BUDGET_S);
+    if extra_budget_s > 3600 {
+        return Err(SpecError::new("suite extra_budget_s", extra_budget_s.to_string(), "an integer from 0 to 3600"));
     }
     let d = Tolerance::default();
     let t = f.tolerance.unwrap_or(ToleranceFile {
@@ -135,5 +150,5 @@ pub fn parse(text: &str, origin: &str) -> Result<Suite, SpecError> {
             .map_err(|e| SpecError::new("suite rows.workload", &r.workload, format!("a workload with a real run ({e})")))?;
         rows.push(SuiteRow { name: r.name, spec: r.workload, workload });
     }
-    Ok(Suite { name: f.name, runs, sim_seeds, timeout_s, tolerance, rows })
+    Ok(Suite { name: f.name, runs, sim_seeds, timeout_s, extra_budget_s, tolerance, rows })
 }
