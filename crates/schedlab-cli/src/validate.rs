@@ -592,38 +592,15 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     let mut counters_used: Option<String> = None;
     // Calibrates of states first seen during the runs, at most MAX_HOST_STATES.
     let mut calibrations = 0;
-    let mut attempts = vec![0u64; only.len()];
-    let mut queue: Vec<usize> = (0..runs).flat_map(|_| 0..only.len()).collect();
-    let first_rounds = queue.len();
-    // What the work beyond the first rounds (retries, calibrates of new states)
-    // has cost, against the suite's budget for it.
-    let budget = Duration::from_secs(suite.extra_budget_s);
+    let mut plan = RealRunPlan::new(only.len(), runs, Duration::from_secs(suite.extra_budget_s));
     let mut extra = ExtraWork { budget_s: suite.extra_budget_s, ..ExtraWork::default() };
-    let mut spent = Duration::ZERO;
-    // Each row's last real run, to retry the short rows first.
-    let mut last_elapsed_s = vec![0.0f64; only.len()];
     // The reading before the last real run.
     let mut prev_before: Option<HostSignature> = None;
-    let mut next = 0;
     loop {
-        if next == queue.len() {
-            let mut short: Vec<usize> =
-                (0..only.len()).filter(|&i| (real_results[i].len() as u64) < runs && attempts[i] < 2 * runs).collect();
-            if !matched || short.is_empty() {
-                break;
-            }
-            // The shortest rows first: a budget that runs out keeps the most runs.
-            short.sort_by(|&a, &b| last_elapsed_s[a].total_cmp(&last_elapsed_s[b]));
-            queue.extend(short);
-        }
-        let i = queue[next];
-        if next >= first_rounds && spent >= budget {
-            extra.cut = true;
-            break;
-        }
-        next += 1;
-        attempts[i] += 1;
-        let (row, k) = (only[i], attempts[i]);
+        let kept: Vec<usize> = real_results.iter().map(Vec::len).collect();
+        let Some((i, k)) = plan.next_row(&kept, matched) else { break };
+
+        let row = only[i];
         let started = Instant::now();
         if let (true, Some(st), Some((_, _, before))) = (matched, &mut state, last_probe) {
             // A state is calibrated once it has lasted a whole run: the reading
@@ -641,8 +618,8 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
                 && st.states.len() < MAX_HOST_STATES
                 && calibrations < MAX_HOST_STATES
             {
-                if spent >= budget {
-                    extra.cut = true;
+                if plan.over_budget() {
+                    plan.cut = true;
                 } else {
                     progress(&format!("the host reads {}, another state: calibrating it ...", signature_text(&before)));
                     calibrations += 1;
@@ -659,14 +636,12 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
                         extra.moved_back = true;
                     }
                     last_probe = probe_host()?;
-                    let took = started.elapsed();
-                    spent += took;
-                    extra.spent_s += took.as_secs_f64();
+                    plan.spend(started.elapsed());
                 }
             }
         }
         let run_started = Instant::now();
-        progress(&format!("real {}/{}: {} (run {k})", next, queue.len(), row.name));
+        progress(&format!("real {}/{}: {} (run {k})", plan.next, plan.queue.len(), row.name));
         let r = if k == 1 && a.trace.is_some() {
             let (r, text) = traced_real_run(&mut launcher, &argvs[i], limit)?;
             real_traces[i] = Some(text);
@@ -698,18 +673,13 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
             }
             _ => Some(0),
         };
-        last_elapsed_s[i] = r.elapsed_ns as f64 / 1e9;
+        plan.ran(i, r.elapsed_ns as f64 / 1e9, run_started.elapsed());
         if let Some(s) = ran_in {
             real_results[i].push((r, s));
         }
-        if next > first_rounds {
-            let took = run_started.elapsed();
-            spent += took;
-            extra.retries += 1;
-            extra.spent_s += took.as_secs_f64();
-        }
     }
     progress_done();
+    (extra.retries, extra.spent_s, extra.cut) = (plan.retries, plan.spent.as_secs_f64(), plan.cut);
     extra.short = (0..only.len())
         .filter(|&i| (real_results[i].len() as u64) < runs)
         .map(|i| (only[i].name.clone(), real_results[i].len()))
@@ -895,6 +865,91 @@ pub struct Header {
 
 /// The most host states validate keeps a profile for, and the most calibrates it
 /// makes for states first seen during the real runs.
+/// The order of the real runs: `runs` rounds over the rows, then, where runs
+/// are matched to host states, retries of the rows left short of kept runs
+/// (the shortest rows first, each row at most 2 x `runs` attempts) while the
+/// budget for work beyond the rounds lasts. That budget pays for the retries
+/// and for calibrates of new states ([`Self::spend`]).
+struct RealRunPlan {
+    runs: u64,
+    /// Row indexes in the order they run; retries are appended as needed.
+    queue: Vec<usize>,
+    /// The first `first_rounds` entries of `queue` are the suite's own rounds.
+    first_rounds: usize,
+    /// How many entries of `queue` have been handed out.
+    next: usize,
+    /// Runs started per row.
+    attempts: Vec<u64>,
+    /// Each row's last real run, seconds: short rows are retried shortest first.
+    last_elapsed_s: Vec<f64>,
+    budget: Duration,
+    spent: Duration,
+    retries: u64,
+    /// The budget ran out with work left.
+    cut: bool,
+}
+
+impl RealRunPlan {
+    fn new(rows: usize, runs: u64, budget: Duration) -> RealRunPlan {
+        let queue: Vec<usize> = (0..runs).flat_map(|_| 0..rows).collect();
+        RealRunPlan {
+            runs,
+            first_rounds: queue.len(),
+            queue,
+            next: 0,
+            attempts: vec![0; rows],
+            last_elapsed_s: vec![0.0; rows],
+            budget,
+            spent: Duration::ZERO,
+            retries: 0,
+            cut: false,
+        }
+    }
+
+    /// The next row to run and its attempt number (from 1), given the runs
+    /// each row has kept so far; None when the plan is done. Retries only
+    /// with `retry` (runs matched to host states).
+    fn next_row(&mut self, kept: &[usize], retry: bool) -> Option<(usize, u64)> {
+        if self.next == self.queue.len() {
+            let runs = self.runs;
+            let mut short: Vec<usize> =
+                (0..self.attempts.len()).filter(|&i| (kept[i] as u64) < runs && self.attempts[i] < 2 * runs).collect();
+            if !retry || short.is_empty() {
+                return None;
+            }
+            short.sort_by(|&a, &b| self.last_elapsed_s[a].total_cmp(&self.last_elapsed_s[b]));
+            self.queue.extend(short);
+        }
+        if self.next >= self.first_rounds && self.over_budget() {
+            self.cut = true;
+            return None;
+        }
+        let i = self.queue[self.next];
+        self.next += 1;
+        self.attempts[i] += 1;
+        Some((i, self.attempts[i]))
+    }
+
+    fn over_budget(&self) -> bool {
+        self.spent >= self.budget
+    }
+
+    /// Work beyond the rounds that is not a run (a calibrate) took `took`.
+    fn spend(&mut self, took: Duration) {
+        self.spent += took;
+    }
+
+    /// Row `i`'s run just handed out ran `elapsed_s` (its own clock) and took
+    /// `took` of wall time with its readings; a retry's is spent from the budget.
+    fn ran(&mut self, i: usize, elapsed_s: f64, took: Duration) {
+        self.last_elapsed_s[i] = elapsed_s;
+        if self.next > self.first_rounds {
+            self.retries += 1;
+            self.spent += took;
+        }
+    }
+}
+
 const MAX_HOST_STATES: usize = 3;
 
 /// One real run and the host's state around it.
@@ -1434,6 +1489,52 @@ mod tests {
             assert!(e.contains(field), "case {i}: {e}");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn real_runs_go_round_by_round_then_retry_the_short_rows_shortest_first_within_the_budget() {
+        let budget = Duration::from_secs(10);
+        let mut plan = RealRunPlan::new(3, 2, budget);
+        let mut kept = vec![0usize; 3];
+        let mut order = Vec::new();
+        // The two rounds: every row twice, in row order; row 1 keeps nothing,
+        // row 2 one run of two; row 0 runs longest.
+        for _ in 0..6 {
+            let (i, k) = plan.next_row(&kept, true).unwrap();
+            order.push((i, k));
+            let keep = match i {
+                0 => true,
+                1 => false,
+                _ => k == 1,
+            };
+            kept[i] += usize::from(keep);
+            plan.ran(i, [9.0, 2.0, 1.0][i], Duration::from_secs(1));
+        }
+        assert_eq!(order, vec![(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)]);
+        assert_eq!((plan.retries, plan.spent), (0, Duration::ZERO), "the rounds cost no budget");
+        // Retries: the short rows, the shorter first (row 2 before row 1).
+        assert_eq!(plan.next_row(&kept, true), Some((2, 3)));
+        plan.ran(2, 1.0, Duration::from_secs(4));
+        kept[2] += 1;
+        assert_eq!(plan.next_row(&kept, true), Some((1, 3)));
+        plan.ran(1, 2.0, Duration::from_secs(4));
+        // Row 1 still short: one more round of retries, until 2 x runs attempts.
+        assert_eq!(plan.next_row(&kept, true), Some((1, 4)));
+        plan.ran(1, 2.0, Duration::from_secs(4));
+        assert_eq!((plan.retries, plan.spent, plan.cut), (3, Duration::from_secs(12), false));
+        assert_eq!(plan.next_row(&kept, true), None, "row 1 has had its 4 attempts");
+        // A spent budget stops the retries with work left; no retries at all
+        // when runs are not matched to states.
+        let mut plan = RealRunPlan::new(1, 1, budget);
+        assert_eq!(plan.next_row(&[0], true), Some((0, 1)));
+        plan.ran(0, 1.0, Duration::from_secs(1));
+        plan.spend(Duration::from_secs(10));
+        assert_eq!(plan.next_row(&[0], true), None);
+        assert!(plan.cut);
+        let mut plan = RealRunPlan::new(1, 1, budget);
+        assert_eq!(plan.next_row(&[0], false), Some((0, 1)));
+        assert_eq!(plan.next_row(&[0], false), None);
+        assert!(!plan.cut);
     }
 
     #[test]
