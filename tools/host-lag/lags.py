@@ -23,7 +23,8 @@ def main():
     ap.add_argument("recording")
     ap.add_argument("--comm", default="sched-messaging")
     a = ap.parse_args()
-    last = {}
+    last = {}    # a workload task's pid -> how it last left its CPU
+    mine = set() # the pids switched in under COMM
     picked = {"slept": [], "preempted": []}
     pre_lag, pre_prot, vlags = [], [], []
     sleeps = delayed = 0
@@ -35,26 +36,26 @@ def main():
         va, _, ua, vb, _, _ = map(int, x[7:13])
         sum_w, sum_weight, zero = int(x[13]), int(x[14]), int(x[15])
         ours = x[16].startswith(a.comm[:15])
-        if ours and sum_weight + 1024 > 0:
+        if ours:
+            mine.add(pid_b)
+            # V of B's cfs_rq with B, the running entity, added back (nice 0).
             v = zero + (sum_w + (vb - zero) * 1024) / (sum_weight + 1024)
             if pid_b in last:
                 picked[last[pid_b]].append((v - vb) / 1000)
-            if prev_state == 0 and pid_a in last:
+            if prev_state == 0 and pid_a in mine:
                 pre_lag.append((v - va) / 1000)
                 pre_prot.append((ua - va) / 1000)
-        if pid_a in last or ours:
+        if pid_a in mine:
             if prev_state == 0:
                 last[pid_a] = "preempted"
             else:
                 last[pid_a] = "slept"
-                if pid_a in last and abs(va) >= 2e7:
+                if abs(va) >= 2e7:
                     sleeps += 1
                     if abs(ua) <= 6e6:
                         vlags.append(ua / 1000)
                     else:
                         delayed += 1
-        if ours:
-            last.setdefault(pid_b, "slept")
     print("switch-ins of %s tasks: after a sleep %d, after a preemption %d" % (a.comm, len(picked["slept"]), len(picked["preempted"])))
     print("  lag at switch-in after a sleep (us) p10/25/50/75/90  %s" % quantiles(picked["slept"]))
     print("  lag at switch-in after a preemption                  %s" % quantiles(picked["preempted"]))

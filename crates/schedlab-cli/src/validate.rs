@@ -599,7 +599,6 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
     loop {
         let kept: Vec<usize> = real_results.iter().map(Vec::len).collect();
         let Some((i, k)) = plan.next_row(&kept, matched) else { break };
-
         let row = only[i];
         let started = Instant::now();
         if let (true, Some(st), Some((_, _, before))) = (matched, &mut state, last_probe) {
@@ -863,8 +862,6 @@ pub struct Header {
     pub host_state: Option<HostState>,
 }
 
-/// The most host states validate keeps a profile for, and the most calibrates it
-/// makes for states first seen during the real runs.
 /// The order of the real runs: `runs` rounds over the rows, then, where runs
 /// are matched to host states, retries of the rows left short of kept runs
 /// (the shortest rows first, each row at most 2 x `runs` attempts) while the
@@ -950,6 +947,8 @@ impl RealRunPlan {
     }
 }
 
+/// The most host states validate keeps a profile for, and the most calibrates it
+/// makes for states first seen during the real runs.
 const MAX_HOST_STATES: usize = 3;
 
 /// One real run and the host's state around it.
