@@ -269,6 +269,11 @@ pub struct RunArgs {
     /// Write the timeline as Linux ftrace text to this file.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Write EEVDF's entity numbers (vruntime, deadline, vlag/vprot, the
+    /// cfs_rq's sums) at every switch to a task and every wakeup to this file,
+    /// in the format tools/host-lag records a real host in (EEVDF policies only).
+    #[arg(long)]
+    pub lag_trace: Option<PathBuf>,
     /// Draw per-CPU utilisation over time into this .svg or .png file.
     #[arg(long)]
     pub plot: Option<PathBuf>,

@@ -134,8 +134,20 @@ fn run(a: &RunArgs) -> Result<(), Failure> {
     // writable directory, and not the same file twice.
     let plot = a.plot.as_deref().map(crate::plotfile::PlotFile::new).transpose()?;
     let trace_path = a.trace.as_deref().map(|p| crate::outputs::check("trace", p)).transpose()?;
-    if let (Some(t), Some(p)) = (&a.trace, &a.plot) {
-        crate::outputs::distinct(&[("trace", t), ("plot", p)])?;
+    let lag_path = a.lag_trace.as_deref().map(|p| crate::outputs::check("lag-trace", p)).transpose()?;
+    let outputs: Vec<(&str, &std::path::Path)> =
+        [("trace", a.trace.as_deref()), ("lag-trace", a.lag_trace.as_deref()), ("plot", a.plot.as_deref())]
+            .into_iter()
+            .filter_map(|(name, p)| p.map(|p| (name, p)))
+            .collect();
+    crate::outputs::distinct(&outputs)?;
+    if lag_path.is_some() && !spec.policy.starts_with("eevdf@") {
+        return Err(SpecError::new(
+            "lag-trace",
+            &spec.policy,
+            "an EEVDF policy (eevdf@6.6, 6.12 or 6.18, or host on a 6.6+ kernel): only they keep lags",
+        )
+        .into());
     }
     if plot.is_some() {
         spec.cfg.util_bucket_ns = Some(crate::plotfile::RUN_BUCKET_NS);
@@ -147,6 +159,13 @@ fn run(a: &RunArgs) -> Result<(), Failure> {
     };
     if let Some(t) = &trace {
         engine.set_trace(Box::new(t.sink()));
+    }
+    let lags = match &lag_path {
+        Some(path) => Some(crate::lagfile::LagFile::create(path)?),
+        None => None,
+    };
+    if let Some(l) = &lags {
+        engine.set_entity_sink(Box::new(l.sink()));
     }
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         engine.set_progress(run_progress(spec.workload.expected_sim_ns()));
@@ -161,6 +180,9 @@ fn run(a: &RunArgs) -> Result<(), Failure> {
     check_result(&result, spec.cfg.check)?;
     if let Some(t) = trace {
         t.finish().map_err(Failure::Run)?;
+    }
+    if let Some(l) = lags {
+        l.finish().map_err(Failure::Run)?;
     }
     if let Some(p) = plot {
         let title = format!("{} on {}: {}, seed {}", spec.policy, spec.topo.name, a.workload, a.seed);

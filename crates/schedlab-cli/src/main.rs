@@ -5,6 +5,7 @@
 mod bench;
 mod cli;
 mod commands;
+mod lagfile;
 mod outputs;
 mod plotfile;
 mod reproduce;

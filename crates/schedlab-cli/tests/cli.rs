@@ -85,6 +85,48 @@ fn trace_is_real_ftrace_text() {
 }
 
 #[test]
+fn lag_trace_writes_the_host_recordings_columns_and_every_pick_is_eligible() {
+    let path = tmp("run.lags");
+    let args = [
+        "run",
+        "--policy",
+        "eevdf@6.18",
+        "--topology",
+        "1x1x2x1",
+        "--workload",
+        "hackbench groups=2 loops=50 fds=10",
+        "--lag-trace",
+    ];
+    let o = schedlab(&[&args[..], &[path.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (mut switches, mut wakeups) = (0, 0);
+    for line in text.lines() {
+        let x: Vec<&str> = line.split(' ').collect();
+        assert_eq!(x.len(), 17, "{line}");
+        let n = |i: usize| x[i].parse::<i128>().unwrap_or_else(|_| panic!("column {i} of {line}"));
+        match x[0] {
+            "S" => {
+                switches += 1;
+                // pick_eevdf() picks an eligible entity: Σ key·w >= key(next)·Σ w
+                // with next added back (every task here is nice 0 in the root).
+                let (key, sum_w, sum_weight) = (n(10) - n(15), n(13), n(14));
+                assert!(sum_w + key * 1024 >= key * (sum_weight + 1024), "an ineligible pick: {line}");
+            }
+            "W" => wakeups += 1,
+            k => panic!("kind {k} in {line}"),
+        }
+        assert_eq!(x[16], "hackbench");
+    }
+    assert!(switches > 100 && wakeups > 50, "{switches} switches, {wakeups} wakeups");
+    // CFS keeps no lags: refused before anything runs, nothing written.
+    let refused = tmp("cfs.lags");
+    let o = schedlab(&["run", "--policy", "cfs@5.15", "--lag-trace", refused.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("lag-trace") && !refused.exists(), "{}", stderr(&o));
+}
+
+#[test]
 fn real_recordings_parse_with_the_same_parser() {
     for f in ["ftrace-hackbench-pipe-g1-l100-2cpu.txt", "ftrace-hackbench-socket-g1-l100-2cpu.txt"] {
         let path = format!("{}/../../tests/fixtures/{f}", env!("CARGO_MANIFEST_DIR"));

@@ -27,7 +27,7 @@ use crate::sched::{
 use crate::stats::{latency_histogram, CpuStats};
 use crate::task::{nice_to_weight, Task, TaskId, TaskState};
 use crate::topology::{Distance, Topology};
-use crate::trace::{PrevState, TraceContext, TraceKind, TraceRecord, TraceSink};
+use crate::trace::{EntityRecord, EntitySink, PrevState, TraceContext, TraceKind, TraceRecord, TraceSink};
 
 /// The workload's main program, first moved into its session's autogroup
 /// (`sched_autogroup_create_attach()` at `setsid()`; the group's weight is
@@ -471,6 +471,8 @@ pub struct Engine {
     latency: Histogram<u64>,
     metrics: BTreeMap<u32, Histogram<u64>>,
     trace: Option<Box<dyn TraceSink>>,
+    /// `--lag-trace`: EEVDF's entity numbers at each switch and wakeup.
+    entities: Option<Box<dyn EntitySink>>,
     /// Called every `PROGRESS_EVENTS` events with (simulated ns since the start,
     /// events so far); it only observes.
     progress: Option<Box<dyn FnMut(u64, u64)>>,
@@ -601,6 +603,7 @@ impl Engine {
             latency: latency_histogram(),
             metrics: BTreeMap::new(),
             trace: None,
+            entities: None,
             violations: Vec::new(),
             events: 0,
             alive: 0,
@@ -704,6 +707,13 @@ impl Engine {
     }
 
     /// Sends the timeline to `sink`.
+    /// Receive EEVDF's entity numbers at every switch to a task and every
+    /// wakeup (the scheduling class's `entity_numbers()`; nothing for classes
+    /// without them).
+    pub fn set_entity_sink(&mut self, sink: Box<dyn EntitySink>) {
+        self.entities = Some(sink);
+    }
+
     pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
         self.trace = Some(sink);
     }
@@ -2574,10 +2584,31 @@ impl Engine {
     }
 
     fn emit(&mut self, cpu: usize, kind: TraceKind) {
+        if self.entities.is_some() {
+            self.emit_entities(cpu, kind);
+        }
         if let Some(sink) = self.trace.as_mut() {
             // A switch happens in task context even when an interrupt asked for it.
             let context = if matches!(kind, TraceKind::Switch { .. }) { TraceContext::Task } else { self.trace_context };
             let rec = TraceRecord { time_ns: self.sys.now_ns, cpu, current: self.sys.curr[cpu], context, kind };
+            sink.record(&rec, &self.sys.tasks);
+        }
+    }
+
+    /// The entity numbers of a switch to a task or of a wakeup, as
+    /// tools/host-lag reads them at `sched_switch` and `sched_wakeup`.
+    fn emit_entities(&mut self, cpu: usize, kind: TraceKind) {
+        let numbers = |p: TaskId| self.policy.entity_numbers(p).map(|n| (p, n));
+        let (wakeup, prev_state, a, b) = match kind {
+            TraceKind::Switch { prev, prev_state, next: Some(next) } => {
+                (false, prev_state, prev.and_then(numbers), numbers(next))
+            }
+            TraceKind::Wakeup { p, .. } => (true, PrevState::Running, numbers(p), numbers(p)),
+            _ => return,
+        };
+        let Some(b) = b else { return };
+        let rec = EntityRecord { time_ns: self.sys.now_ns, cpu, wakeup, prev_state, a, b };
+        if let Some(sink) = self.entities.as_mut() {
             sink.record(&rec, &self.sys.tasks);
         }
     }

@@ -240,6 +240,12 @@ pub trait SchedClass {
         Vec::new()
     }
 
+    /// EEVDF's numbers of `p`'s entity and of its cfs_rq (v6.6+ fair classes);
+    /// None where the class has none. Read for `--lag-trace` only.
+    fn entity_numbers(&self, _p: TaskId) -> Option<crate::trace::EntityNumbers> {
+        None
+    }
+
     /// The class asks reschedules with `resched_curr_lazy()` (fair, v6.13+): under
     /// `preempt=lazy` they set the lazy bit only.
     fn lazy_resched(&self) -> bool {

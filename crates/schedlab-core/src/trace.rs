@@ -82,6 +82,52 @@ pub trait TraceSink {
     fn record(&mut self, rec: &TraceRecord, tasks: &[Task]);
 }
 
+/// EEVDF's numbers of one task's scheduling entity and of the cfs_rq it is
+/// queued on (`struct sched_entity`, `struct cfs_rq`, v6.6+), as a scheduling
+/// class keeps them: what `schedlab run --lag-trace` writes, in the format of
+/// tools/host-lag's recordings of a real host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct EntityNumbers {
+    pub vruntime: u64,
+    pub deadline: u64,
+    /// The lag saved at the entity's last dequeue (v6.6 and v6.12 also keep
+    /// their RUN_TO_PARITY mark here).
+    pub vlag: i64,
+    /// v6.18's protection, set at the entity's last pick (v6.6, v6.12: `vlag`).
+    /// v6.18.0 keeps the two in one union, which holds whichever was written
+    /// last: what a recording of a real host shows.
+    pub vprot: i64,
+    /// Queued on its cfs_rq (running, runnable, or delayed).
+    pub on_rq: bool,
+    /// The cfs_rq's Σ (vruntime - zero_vruntime) · weight over its tree, the
+    /// running entity not included (`cfs_rq->avg_vruntime`; `sum_w_vruntime`
+    /// from v6.19).
+    pub sum_w_vruntime: i64,
+    /// Σ weight over the tree (`avg_load`; `sum_weight` from v6.19).
+    pub sum_weight: u64,
+    /// The key's origin (`min_vruntime`; `zero_vruntime` from v6.19).
+    pub zero_vruntime: u64,
+}
+
+/// One switch or wakeup with the entity numbers of the tasks in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntityRecord {
+    pub time_ns: u64,
+    pub cpu: usize,
+    /// A switch (`a` the task switched out, None for the idle task; `b` the one
+    /// switched in, with its cfs_rq), or a wakeup (`a` and `b` the wakee, after
+    /// its enqueue).
+    pub wakeup: bool,
+    pub prev_state: PrevState,
+    pub a: Option<(TaskId, EntityNumbers)>,
+    pub b: (TaskId, EntityNumbers),
+}
+
+/// Receives entity records (`Engine::set_entity_sink`).
+pub trait EntitySink {
+    fn record(&mut self, rec: &EntityRecord, tasks: &[Task]);
+}
+
 /// Keeps every record in memory (tests, small runs).
 #[derive(Default)]
 pub struct VecSink {

@@ -1735,6 +1735,25 @@ impl SchedClass for Cfs {
         self.version >= KernelVersion::V6_18
     }
 
+    fn entity_numbers(&self, p: TaskId) -> Option<schedlab_core::trace::EntityNumbers> {
+        let se = self.se.get(p)?;
+        if !self.version.eevdf() || se.rq_cpu == usize::MAX {
+            return None;
+        }
+        let cfs = self.cfs(self.q_of(Ent::Task(p)), se.rq_cpu);
+        let vprot = if self.version >= KernelVersion::V6_18 { se.vprot as i64 } else { se.vlag };
+        Some(schedlab_core::trace::EntityNumbers {
+            vruntime: se.vruntime,
+            deadline: se.deadline,
+            vlag: se.vlag,
+            vprot,
+            on_rq: se.on_rq,
+            sum_w_vruntime: cfs.avg_vruntime,
+            sum_weight: cfs.avg_load,
+            zero_vruntime: cfs.min_vruntime,
+        })
+    }
+
     fn check_invariants(&self, cpu: usize) -> Option<String> {
         if let Some(broken) = self.check_cfs_tasks(cpu) {
             return Some(broken);
