@@ -706,7 +706,6 @@ impl Engine {
             .any(|&p| matches!(self.sys.tasks[p].state, TaskState::Running | TaskState::Runnable | TaskState::Waking))
     }
 
-    /// Sends the timeline to `sink`.
     /// Receive EEVDF's entity numbers at every switch to a task and every
     /// wakeup (the scheduling class's `entity_numbers()`; nothing for classes
     /// without them).
@@ -714,6 +713,7 @@ impl Engine {
         self.entities = Some(sink);
     }
 
+    /// Sends the timeline to `sink`.
     pub fn set_trace(&mut self, sink: Box<dyn TraceSink>) {
         self.trace = Some(sink);
     }
