@@ -15,8 +15,9 @@
 //   cfs_rq.zero_vruntime commB
 // kind S: a switch, A the task switched out, B the one switched in (B's cfs_rq);
 // kind W: a wakeup, A = B = the wakee, after its enqueue.
-// The programs and maps are released when it exits; the command runs in its own
-// session and is killed with it after 60 s; no tracefs setting is touched.
+// The programs and maps are released when it exits; the command runs in a
+// session of its own, killed whole after 60 s or when this is interrupted; no
+// tracefs setting is touched.
 #include <errno.h>
 #include <linux/bpf.h>
 #include <signal.h>
@@ -25,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NREC (1 << 17)
@@ -118,6 +121,8 @@ static int attach(const char *tp, int prog_fd) {
     return fd;
 }
 
+static pid_t child;
+
 int main(int argc, char **argv) {
     if (argc < 5 || strcmp(argv[3], "--")) {
         fprintf(stderr, "usage: lagtrace \"OFFSETS\" OUT -- COMMAND...\n");
@@ -139,17 +144,37 @@ int main(int argc, char **argv) {
     if (ctr < 0 || recs < 0) { perror("lagtrace: maps"); return 1; }
     int ps = build(0, ctr, recs, o), pw = build(1, ctr, recs, o);
     if (ps < 0 || pw < 0) return 1;
-    pid_t child = fork();
+    // The command runs as a session (and process group) of its own; the whole
+    // group is killed if it outlives 60 s or if this process is interrupted,
+    // so no process is left behind.
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT); sigaddset(&set, SIGTERM); sigaddset(&set, SIGHUP); sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    child = fork();
     if (child == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
         setsid();
-        alarm(60);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         execvp(argv[4], argv + 4);
         _exit(127);
     }
     int as = attach("sched_switch", ps), aw = attach("sched_wakeup", pw);
     int status = 0;
     if (as < 0 || aw < 0) { kill(-child, SIGKILL); waitpid(child, &status, 0); return 1; }
-    waitpid(child, &status, 0);
+    struct timespec limit = {.tv_sec = 60};
+    for (;;) {
+        siginfo_t info;
+        int sig = sigtimedwait(&set, &info, &limit);
+        if (sig == SIGCHLD && waitpid(child, &status, WNOHANG) == 0) continue;
+        if (sig != SIGCHLD) {
+            kill(-child, SIGKILL);
+            waitpid(child, &status, 0);
+            fprintf(stderr, "lagtrace: %s: the command's session killed\n", sig < 0 ? "60 s passed" : "interrupted");
+        }
+        break;
+    }
+    kill(-child, SIGKILL); // the command's stray children, if any
     close(as); close(aw);
     uint32_t key = 0; uint64_t count = 0;
     memset(&a, 0, sizeof a);
