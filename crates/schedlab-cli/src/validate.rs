@@ -590,10 +590,9 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         extra: ExtraWork::default(),
     });
     let mut counters_used: Option<String> = None;
-    // Calibrates of states first seen during the runs, at most MAX_HOST_STATES.
-    let mut calibrations = 0;
     let mut plan = RealRunPlan::new(only.len(), runs, Duration::from_secs(suite.extra_budget_s));
-    let mut extra = ExtraWork { budget_s: suite.extra_budget_s, ..ExtraWork::default() };
+    // A calibrate read a state already profiled: no more are tried.
+    let mut moved_back = false;
     // The reading before the last real run.
     let mut prev_before: Option<HostSignature> = None;
     loop {
@@ -612,17 +611,15 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
             // calibrate: no more are tried, and the budget goes to retries.
             let lasted = prev_before.is_some_and(|p: HostSignature| p.same_state(&before));
             if lasted
-                && !extra.moved_back
+                && !moved_back
                 && st.state_of(&before).is_none()
                 && st.states.len() < MAX_HOST_STATES
-                && calibrations < MAX_HOST_STATES
+                && plan.calibrates < MAX_HOST_STATES as u64
             {
                 if plan.over_budget() {
                     plan.cut = true;
                 } else {
                     progress(&format!("the host reads {}, another state: calibrating it ...", signature_text(&before)));
-                    calibrations += 1;
-                    extra.calibrates += 1;
                     let opts = schedlab_host::calibrate::CalibrateOptions { name: "host".into(), quick: a.quick_calibrate };
                     let p = schedlab_host::calibrate::calibrate(&opts).map_err(|e| Failure::Run(format!("calibrate: {e:#}")))?;
                     // The host may have moved back meanwhile: a profile of a state
@@ -632,10 +629,10 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
                         st.states.push(sig);
                         sim.machines.push(p);
                     } else {
-                        extra.moved_back = true;
+                        moved_back = true;
                     }
                     last_probe = probe_host()?;
-                    plan.spend(started.elapsed());
+                    plan.calibrated(started.elapsed());
                 }
             }
         }
@@ -678,13 +675,19 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<(), Failure> {
         }
     }
     progress_done();
-    (extra.retries, extra.spent_s, extra.cut) = (plan.retries, plan.spent.as_secs_f64(), plan.cut);
-    extra.short = (0..only.len())
-        .filter(|&i| (real_results[i].len() as u64) < runs)
-        .map(|i| (only[i].name.clone(), real_results[i].len()))
-        .collect();
     if let Some(st) = &mut state {
-        st.extra = extra;
+        st.extra = ExtraWork {
+            retries: plan.retries,
+            calibrates: plan.calibrates,
+            spent_s: plan.spent.as_secs_f64(),
+            budget_s: suite.extra_budget_s,
+            cut: plan.cut,
+            moved_back,
+            short: (0..only.len())
+                .filter(|&i| (real_results[i].len() as u64) < runs)
+                .map(|i| (only[i].name.clone(), real_results[i].len()))
+                .collect(),
+        };
     }
 
     // Simulated runs, all cores.
@@ -866,7 +869,7 @@ pub struct Header {
 /// are matched to host states, retries of the rows left short of kept runs
 /// (the shortest rows first, each row at most 2 x `runs` attempts) while the
 /// budget for work beyond the rounds lasts. That budget pays for the retries
-/// and for calibrates of new states ([`Self::spend`]).
+/// and for calibrates of new states ([`Self::calibrated`]).
 struct RealRunPlan {
     runs: u64,
     /// Row indexes in the order they run; retries are appended as needed.
@@ -882,6 +885,8 @@ struct RealRunPlan {
     budget: Duration,
     spent: Duration,
     retries: u64,
+    /// Calibrates of states first seen (at most MAX_HOST_STATES).
+    calibrates: u64,
     /// The budget ran out with work left.
     cut: bool,
 }
@@ -899,6 +904,7 @@ impl RealRunPlan {
             budget,
             spent: Duration::ZERO,
             retries: 0,
+            calibrates: 0,
             cut: false,
         }
     }
@@ -931,8 +937,9 @@ impl RealRunPlan {
         self.spent >= self.budget
     }
 
-    /// Work beyond the rounds that is not a run (a calibrate) took `took`.
-    fn spend(&mut self, took: Duration) {
+    /// A calibrate of a new state took `took`, from the budget.
+    fn calibrated(&mut self, took: Duration) {
+        self.calibrates += 1;
         self.spent += took;
     }
 
@@ -1527,7 +1534,7 @@ mod tests {
         let mut plan = RealRunPlan::new(1, 1, budget);
         assert_eq!(plan.next_row(&[0], true), Some((0, 1)));
         plan.ran(0, 1.0, Duration::from_secs(1));
-        plan.spend(Duration::from_secs(10));
+        plan.calibrated(Duration::from_secs(10));
         assert_eq!(plan.next_row(&[0], true), None);
         assert!(plan.cut);
         let mut plan = RealRunPlan::new(1, 1, budget);

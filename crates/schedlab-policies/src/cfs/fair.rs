@@ -486,7 +486,8 @@ impl Cfs {
         }
     }
 
-    /// `add_tg_cfs_propagate()` (v4.19 as modelled): group `q`'s cfs_rq on `cpu` changed
+    /// `add_tg_cfs_propagate()` (fair.c, v4.15+ with its runnable sum; v6.18 the
+    /// same): group `q`'s cfs_rq on `cpu` changed
     /// under its group entity by `runnable_sum` (an unweighted load sum), which
     /// the entity takes on at its next update. The root has no entity above it.
     fn add_tg_cfs_propagate(&mut self, q: usize, cpu: usize, runnable_sum: i64) {

@@ -166,7 +166,7 @@ pub struct CfsRq {
     /// group cfs_rq since its group entity last took its signals
     /// (`add_tg_cfs_propagate()`; [`crate::cfs::Cfs::propagate_entity_load_avg`]).
     pub propagate: bool,
-    /// `cfs_rq->prop_runnable_sum` (v4.19 as modelled): the unweighted load sums of the
+    /// `cfs_rq->prop_runnable_sum` (v4.15+): the unweighted load sums of the
     /// entities attached (+) and detached (-) since then, which the group
     /// entity's load takes at its next update (`update_tg_cfs_load()`).
     pub prop_runnable_sum: i64,
