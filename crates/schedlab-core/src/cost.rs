@@ -66,6 +66,17 @@ pub struct HaltedExit {
     pub exit_ns: u64,
 }
 
+/// One measured point of `MachineProfile::switch_cold`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchCold {
+    /// Switch-ins of other tasks on the CPU since this task last ran there.
+    pub tasks: u64,
+    /// What the switch-in pays beyond a hot one (a wakeup and a switch to the
+    /// task that ran just before), ns.
+    pub extra_ns: u64,
+}
+
 /// One measured point of a cold-data curve (`MachineProfile::unix_cold`,
 /// `pipe_cold`): what a 100-byte write and a read pay beyond their cache-hot
 /// cost while `bytes` of data sit queued in all channels of that kind.
@@ -397,6 +408,17 @@ pub struct MachineProfile {
     /// than its 20 us ones, added to `idle_exit_ns`; absent, none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub halted_exit: Vec<HaltedExit>,
+    /// What waking a task and switching to it costs beyond the hot case once
+    /// other tasks have run on its CPU since it last did: its `task_struct`,
+    /// kernel stack, wait-queue entry, page tables and its channel's kernel
+    /// state have left the CPU's caches. Steps in increasing `tasks` (the
+    /// switch-ins of others on the CPU since), straight lines between them from
+    /// (0, 0), flat past the last. `schedlab calibrate` measures it as a token
+    /// passed round rings of 2 to 1024 processes through pipes on one CPU, per
+    /// hop less the 2-process ring's (and less `tlb.flush_refill_ns`, charged on
+    /// its own, where the ring outgrows the ASID slots); absent, none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub switch_cold: Vec<SwitchCold>,
     /// Parent's cost of `fork()` of a process (page tables, mm copy).
     pub fork_ns: u64,
     /// Parent's cost of `clone()` of a thread.
@@ -515,6 +537,7 @@ impl MachineProfile {
             tlb: None,
             background: Vec::new(),
             halted_exit: Vec::new(),
+            switch_cold: Vec::new(),
         }
     }
 
@@ -631,6 +654,22 @@ impl MachineProfile {
             }
             last_idle_ns = h.idle_ns;
         }
+        let mut last_tasks = 0;
+        for (i, step) in self.switch_cold.iter().enumerate() {
+            let field = |name: &str| format!("switch_cold[{i}].{name}");
+            if step.tasks <= last_tasks || step.tasks > 1 << 32 {
+                let expected = format!("1 to {} tasks, above the step before it (in {origin})", 1u64 << 32);
+                return Err(SpecError::new(field("tasks"), step.tasks.to_string(), expected));
+            }
+            if step.extra_ns > OP_NS {
+                return Err(SpecError::new(
+                    field("extra_ns"),
+                    step.extra_ns.to_string(),
+                    format!("0 to {OP_NS} ns (in {origin})"),
+                ));
+            }
+            last_tasks = step.tasks;
+        }
         for (name, steps, one_step) in
             [("unix_cold", &self.unix_cold, self.unix_cold_bytes), ("pipe_cold", &self.pipe_cold, self.pipe_cold_bytes)]
         {
@@ -713,6 +752,19 @@ impl MachineProfile {
             return self.idle_exit_ns;
         }
         self.halted_exit.iter().rev().find(|h| h.idle_ns <= idle_ns).map_or(self.idle_exit_ns, |h| h.exit_ns)
+    }
+
+    /// `switch_cold` at `tasks` switch-ins of others since: straight lines from
+    /// (0, 0) through the steps, flat past the last.
+    #[inline]
+    pub fn switch_cold_ns(&self, tasks: u64) -> u64 {
+        let curve = &self.switch_cold;
+        let Some(last) = curve.last() else { return 0 };
+        let Some(i) = curve.iter().position(|s| s.tasks >= tasks) else { return last.extra_ns };
+        let hi = &curve[i];
+        let (lo_tasks, lo_ns) = if i == 0 { (0, 0) } else { (curve[i - 1].tasks, curve[i - 1].extra_ns) };
+        let rise = hi.extra_ns as i128 - lo_ns as i128;
+        (lo_ns as i128 + rise * (tasks - lo_tasks) as i128 / (hi.tasks - lo_tasks) as i128) as u64
     }
 
     /// Time of `cycles` core cycles of user work at `cpu_mhz`.
@@ -863,6 +915,28 @@ mod tests {
         assert_eq!(MachineProfile::from_toml(&text, "x.toml").unwrap_err().field, "halted_exit[1].idle_ns");
         let text = p.to_toml().replace("exit_ns = 32000", "exit_ns = 99000000");
         assert_eq!(MachineProfile::from_toml(&text, "x.toml").unwrap_err().field, "halted_exit[1].exit_ns");
+    }
+
+    /// The switch-in curve round-trips, is drawn in straight lines from (0, 0)
+    /// and flat past its last step, and steps out of order are refused.
+    #[test]
+    fn switch_cold_steps_round_trip_apply_and_are_checked() {
+        let mut p = MachineProfile::from_toml(BROADWELL, "broadwell-ep.toml").unwrap();
+        assert_eq!(p.switch_cold_ns(500), 0);
+        p.switch_cold = vec![
+            SwitchCold { tasks: 1, extra_ns: 0 },
+            SwitchCold { tasks: 31, extra_ns: 1500 },
+            SwitchCold { tasks: 1023, extra_ns: 2500 },
+        ];
+        assert_eq!(MachineProfile::from_toml(&p.to_toml(), "x.toml").unwrap(), p);
+        assert_eq!(p.switch_cold_ns(1), 0);
+        assert_eq!(p.switch_cold_ns(16), 750);
+        assert_eq!(p.switch_cold_ns(527), 2000);
+        assert_eq!(p.switch_cold_ns(100_000), 2500);
+        let text = p.to_toml().replace("tasks = 1023", "tasks = 31");
+        assert_eq!(MachineProfile::from_toml(&text, "x.toml").unwrap_err().field, "switch_cold[2].tasks");
+        let text = p.to_toml().replace("extra_ns = 2500", "extra_ns = 99000000");
+        assert_eq!(MachineProfile::from_toml(&text, "x.toml").unwrap_err().field, "switch_cold[2].extra_ns");
     }
 
     /// A profile whose costs no machine could have is refused, naming the field,

@@ -241,6 +241,8 @@ struct TaskExec {
     /// Bytes brought into its core's private cache and its LLC (`Engine::cache_in`)
     /// when it last ran there: what others brought in since pushed its lines out.
     cache_marks: (u64, u64),
+    /// The CPU it was last switched in on and that CPU's `switch_ins` then.
+    last_switch_in: Option<(usize, u64)>,
     timer_gen: u32,
     timer_fired: bool,
     /// What arming the current sleep's timer charged (`timer_program_ns` or 0):
@@ -311,6 +313,9 @@ struct CpuExec {
     /// The tail of this halted CPU's idle exit that the task it switches to
     /// pays (`idle_exit_charged_ns`), set when a wakeup kicks it.
     exit_charged_ns: u64,
+    /// Switch-ins of tasks on this CPU so far, kept where the profile charges
+    /// a cold switch-in (`switch_cold`).
+    switch_ins: u64,
 }
 
 /// Per-task numbers in the result. A process reaped during the run gives its
@@ -863,6 +868,7 @@ impl Engine {
             cache_cpu: None,
             working_set_bytes,
             cache_marks: (0, 0),
+            last_switch_in: None,
             timer_gen: 0,
             timer_fired: false,
             timer_arm_ns: 0,
@@ -1528,12 +1534,40 @@ impl Engine {
         if !only_rechecks {
             self.move_working_set(n, cpu);
         }
+        self.switch_cold(n, cpu);
         self.switch_mm(n, cpu);
         self.sys.curr[cpu] = Some(n);
         if self.exec[n].home_node.is_none() {
             self.exec[n].home_node = Some(self.sys.topo.cpus[cpu].node as usize);
         }
         self.run_next(cpu);
+    }
+
+    /// A switch-in's own cold state (`switch_cold` profiles): task `n`, back on
+    /// `cpu` after others were switched in there, refills its kernel state as it
+    /// runs, by the profile's curve at their count. A task arriving from another
+    /// CPU pays its migration instead; a background thread's measured runs
+    /// include theirs. Every switch-in counts towards the others'.
+    /// Inline test, out-of-line body: called at every switch, it usually finds
+    /// nothing to do (the event loop is sensitive to what the compiler inlines).
+    #[inline]
+    fn switch_cold(&mut self, n: TaskId, cpu: usize) {
+        if !self.sys.cost.switch_cold.is_empty() {
+            self.switch_cold_charged(n, cpu);
+        }
+    }
+
+    /// [`Self::switch_cold`] on a profile that charges it.
+    fn switch_cold_charged(&mut self, n: TaskId, cpu: usize) {
+        let count = self.cpu[cpu].switch_ins;
+        self.cpu[cpu].switch_ins += 1;
+        let e = &mut self.exec[n];
+        let last = e.last_switch_in.replace((cpu, count + 1));
+        if let Some((_, then)) = last.filter(|&(c, _)| c == cpu) {
+            if !e.background && count > then {
+                e.refill_ns += self.sys.cost.switch_cold_ns(count - then);
+            }
+        }
     }
 
     /// The address-space half of a switch to task `n` on `cpu` (with a `[tlb]`

@@ -32,7 +32,9 @@ use crate::sys::{
     cpu_set_of, futex_wait, futex_wake, now_ns, pipe, read_exact, set_affinity, spin_for, thread_cpu_ns, write_all,
 };
 use crate::timer_program;
-use schedlab_core::cost::{BackgroundThreads, ColdStep, MachineProfile, MigrationCost, SchedOpCost, TlbProfile, TICK_IRQ_MAX_NS};
+use schedlab_core::cost::{
+    BackgroundThreads, ColdStep, MachineProfile, MigrationCost, SchedOpCost, SwitchCold, TlbProfile, TICK_IRQ_MAX_NS,
+};
 
 /// What `schedlab calibrate` was asked for.
 pub struct CalibrateOptions {
@@ -429,6 +431,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
     };
 
     let tlb = tlb_profile(host.cpu_a, &plan, &mut notes)?;
+    let switch_cold = switch_cold_steps(host.cpu_a, tlb.as_ref(), &plan, &mut notes)?;
 
     // Two processes pinned to one CPU ping-pong a byte over two pipes. Every wait
     // there ends in a wakeup and the woken side mostly preempts the writer before
@@ -934,6 +937,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<MachineProfile> {
         tick_irq_ns,
         timer_program_ns,
         halted_exit,
+        switch_cold,
         wakeup_remote_ns,
         ipi_send_idle_ns,
         idle_exit_charged_ns,
@@ -1392,6 +1396,111 @@ fn yield_rotation_ns(cpu: usize, plan: &Plan, processes: bool) -> Result<Option<
     Ok((switches_per_yield > 0.9).then(|| per_turn / ASID_ROTATION_TASKS as f64))
 }
 
+/// Ring sizes for `switch_cold`: from two processes (everything stays in the
+/// CPU's caches) past the private cache and then the LLC with their kernel state.
+const COLD_RING_TASKS: [usize; 9] = [2, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+/// The `switch_cold` steps: a token passed round rings of `COLD_RING_TASKS`
+/// processes through pipes on one CPU (`cold_ring_ns`), each hop a wakeup and a
+/// switch to the process that ran longest ago; a step at n - 1 switch-ins of
+/// others since, of the hop less the 2-process ring's, less the TLB refill
+/// (`tlb.flush_refill_ns`, charged on its own) once the ring outgrows the ASID
+/// slots. Left out in quick mode, and with a note where a ring does not switch
+/// at every hop.
+fn switch_cold_steps(cpu: usize, tlb: Option<&TlbProfile>, plan: &Plan, notes: &mut Notes) -> Result<Vec<SwitchCold>> {
+    if plan.ring_laps == 0 {
+        notes.estimated("switch_cold: left out in quick mode (the rings take seconds)".to_string());
+        return Ok(Vec::new());
+    }
+    let biggest = COLD_RING_TASKS[COLD_RING_TASKS.len() - 1];
+    let mut hops = Vec::new();
+    for &n in &COLD_RING_TASKS {
+        let Some(hop) = cold_ring_ns(cpu, n, plan.ring_laps * biggest / n)? else {
+            notes.estimated(format!(
+                "switch_cold: left out: a token passed round {n} processes on one CPU did not switch at every hop here"
+            ));
+            return Ok(Vec::new());
+        };
+        hops.push(hop);
+    }
+    let hot = hops[0];
+    let slots = tlb.map_or(usize::MAX, |t| t.nr_dyn_asids as usize);
+    let flush = tlb.map_or(0.0, |t| t.flush_refill_ns as f64);
+    let steps: Vec<SwitchCold> = COLD_RING_TASKS
+        .iter()
+        .zip(&hops)
+        .map(|(&n, &hop)| {
+            let own = if n > slots { flush } else { 0.0 };
+            SwitchCold { tasks: n as u64 - 1, extra_ns: floor(hop - hot - own, 0) }
+        })
+        .collect();
+    let listed = |f: &dyn Fn(usize) -> String| (0..COLD_RING_TASKS.len()).map(f).collect::<Vec<_>>().join(" / ");
+    notes.measured(format!(
+        "switch_cold = {} ns at {} others since: a token passed round {} processes through pipes on one CPU, \
+         {} ns a hop (a wakeup and a switch to the process that ran longest ago), less the 2-process ring's{}",
+        listed(&|i| steps[i].extra_ns.to_string()),
+        listed(&|i| steps[i].tasks.to_string()),
+        listed(&|i| COLD_RING_TASKS[i].to_string()),
+        listed(&|i| format!("{:.0}", hops[i])),
+        if flush > 0.0 { format!(" and, past {slots} processes, tlb.flush_refill_ns") } else { String::new() }
+    ));
+    Ok(steps)
+}
+
+/// Time per hop of a token passed round a ring of `n` processes on `cpu` (this
+/// thread and `n - 1` forked children), each reading it from its own pipe and
+/// writing it into the next one's: every hop a wakeup and a switch to the
+/// process that ran longest ago, in a fixed order. None when a hop does not switch
+/// (this thread switched out less than 0.9 times a lap), or the ring needs more
+/// descriptors than the process may open.
+fn cold_ring_ns(cpu: usize, n: usize, laps: usize) -> Result<Option<f64>> {
+    pin_current_thread(cpu)?;
+    // SAFETY: rlimit is plain data; getrlimit fills it.
+    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(os_err("getrlimit"));
+    }
+    if (limit.rlim_cur as usize) < 2 * n + 64 {
+        return Ok(None);
+    }
+    let pipes = (0..n).map(|_| pipe()).collect::<std::io::Result<Vec<_>>>()?;
+    let set = cpu_set_of(&[cpu])?;
+    let mut children = Vec::with_capacity(n - 1);
+    for i in 1..n {
+        let (from, to) = (pipes[i].0.as_raw_fd(), pipes[(i + 1) % n].1.as_raw_fd());
+        children.push(Child::fork(move || {
+            // SAFETY: raw system calls on descriptors and memory we own.
+            unsafe {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return;
+                }
+                let mut b = [0u8; 1];
+                while libc::read(from, b.as_mut_ptr().cast(), 1) == 1 {
+                    if libc::write(to, b.as_ptr().cast(), 1) != 1 {
+                        return;
+                    }
+                }
+            }
+        })?);
+    }
+    let (from, to) = (pipes[0].0.as_raw_fd(), pipes[1 % n].1.as_raw_fd());
+    let lap = || {
+        write_all(to, b"x")?;
+        let mut b = [0u8; 1];
+        Ok(read_exact(from, &mut b)?)
+    };
+    let reps = 3;
+    let before = thread_switches();
+    let per_lap = time_per_op(reps, laps, lap);
+    let after = thread_switches();
+    // Closing the pipes ends the children's reads; killed and reaped as well.
+    drop(pipes);
+    drop(children);
+    let per_lap = per_lap?;
+    let switches_per_lap = (after? - before?) as f64 / calls_made(reps, laps) as f64;
+    Ok((switches_per_lap > 0.9).then(|| per_lap / n as f64))
+}
+
 /// The host's background threads, from a recording of it while calibrate sleeps
 /// (`background::measure`); none, with a note saying why, where tracefs is out of
 /// reach (not root, no tracefs).
@@ -1475,6 +1584,9 @@ struct Plan {
     /// 20 us sleeps timed for `halted_exit`, and the fewest of each longer one.
     halted_exit_sleeps: usize,
     halted_exit_min_each: usize,
+    /// Laps of the largest ring for `switch_cold` (smaller rings more in
+    /// proportion); 0 leaves it out.
+    ring_laps: usize,
 }
 
 impl Plan {
@@ -1501,6 +1613,7 @@ impl Plan {
                 timer_sleeps: 100,
                 halted_exit_sleeps: 300,
                 halted_exit_min_each: 15,
+                ring_laps: 0,
             }
         } else {
             Plan {
@@ -1524,6 +1637,7 @@ impl Plan {
                 timer_sleeps: 400,
                 halted_exit_sleeps: 2_000,
                 halted_exit_min_each: 60,
+                ring_laps: 20,
             }
         }
     }

@@ -312,6 +312,35 @@ fn smt_siblings_slow_each_other_while_both_run() {
     assert!((11_150_000..=11_250_000).contains(&a), "a {a}");
 }
 
+/// A task back on its CPU after others ran there pays the profile's cold
+/// switch-in (`switch_cold`) at their count, on the work it runs next (here the
+/// return from its sleep). Three children on one CPU each compute 100 us, sleep
+/// 1 ms and compute 100 us again: each comes back after the two others ran
+/// (fifo: a, b, c, then a, b, c).
+#[test]
+fn a_switch_in_after_others_ran_pays_the_cold_curve() {
+    use schedlab_core::cost::SwitchCold;
+    let child = || Script::new(vec![Op::Compute { ns: 100_000 }, Op::Sleep { ns: 1_000_000 }, Op::Compute { ns: 100_000 }]);
+    let run = |switch_cold: Vec<SwitchCold>| {
+        let ops = vec![
+            Op::Fork { kind: ForkKind::Process, comm: Some("a".into()), program: Box::new(child()) },
+            Op::Fork { kind: ForkKind::Process, comm: Some("b".into()), program: Box::new(child()) },
+            Op::Fork { kind: ForkKind::Process, comm: Some("c".into()), program: Box::new(child()) },
+            Op::WaitChild,
+            Op::WaitChild,
+            Op::WaitChild,
+        ];
+        let profile = schedlab_core::cost::MachineProfile { switch_cold, ..common::unit_profile() };
+        let r = run_script_on("1x1x1x1", profile, ops);
+        ["a", "b", "c"].map(|comm| r.tasks.iter().find(|t| t.comm == comm).unwrap().run_ns)
+    };
+    let hot = run(Vec::new());
+    // 5 us from one other task since on: each second run pays it once.
+    assert_eq!(run(vec![SwitchCold { tasks: 1, extra_ns: 5_000 }]), hot.map(|ns| ns + 5_000));
+    // Nothing up to 3 others since: two is still hot.
+    assert_eq!(run(vec![SwitchCold { tasks: 3, extra_ns: 0 }, SwitchCold { tasks: 4, extra_ns: 7_000 }]), hot);
+}
+
 /// Two writer processes filling one pipe from two CPUs: 600 writes of 10 bytes
 /// each (12 KB in all: the ring never fills). Returns each writer's system time.
 fn two_writers(topo: &str, line_ns: u64, remote_ns: u64) -> Vec<u64> {
