@@ -241,8 +241,10 @@ struct TaskExec {
     /// Bytes brought into its core's private cache and its LLC (`Engine::cache_in`)
     /// when it last ran there: what others brought in since pushed its lines out.
     cache_marks: (u64, u64),
-    /// The CPU it was last switched in on and that CPU's `switch_ins` then.
-    last_switch_in: Option<(usize, u64)>,
+    /// Where it was last switched in (`switch_cold` profiles only), packed in
+    /// one word to keep this struct's size: that CPU + 1 above bit 40, that
+    /// CPU's `switch_ins` after it below; 0 for never.
+    last_switch_in: u64,
     timer_gen: u32,
     timer_fired: bool,
     /// What arming the current sleep's timer charged (`timer_program_ns` or 0):
@@ -868,7 +870,7 @@ impl Engine {
             cache_cpu: None,
             working_set_bytes,
             cache_marks: (0, 0),
-            last_switch_in: None,
+            last_switch_in: 0,
             timer_gen: 0,
             timer_fired: false,
             timer_arm_ns: 0,
@@ -1559,14 +1561,17 @@ impl Engine {
 
     /// [`Self::switch_cold`] on a profile that charges it.
     fn switch_cold_charged(&mut self, n: TaskId, cpu: usize) {
+        const COUNT_BITS: u32 = 40;
+        const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
         let count = self.cpu[cpu].switch_ins;
         self.cpu[cpu].switch_ins += 1;
         let e = &mut self.exec[n];
-        let last = e.last_switch_in.replace((cpu, count + 1));
-        if let Some((_, then)) = last.filter(|&(c, _)| c == cpu) {
-            if !e.background && count > then {
-                e.refill_ns += self.sys.cost.switch_cold_ns(count - then);
-            }
+        let here = (cpu as u64 + 1) << COUNT_BITS;
+        let last = std::mem::replace(&mut e.last_switch_in, here | ((count + 1) & COUNT_MASK));
+        // Others switched in since, modulo 2^40 (the count wraps in the word).
+        let since = count.wrapping_sub(last) & COUNT_MASK;
+        if last >> COUNT_BITS == here >> COUNT_BITS && !e.background && since > 0 {
+            e.refill_ns += self.sys.cost.switch_cold_ns(since);
         }
     }
 
