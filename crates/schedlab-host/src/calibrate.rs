@@ -1413,6 +1413,19 @@ fn switch_cold_steps(cpu: usize, tlb: Option<&TlbProfile>, plan: &Plan, notes: &
         return Ok(Vec::new());
     }
     let biggest = COLD_RING_TASKS[COLD_RING_TASKS.len() - 1];
+    // SAFETY: rlimit is plain data; getrlimit fills it.
+    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(os_err("getrlimit"));
+    }
+    if (limit.rlim_cur as usize) < 2 * biggest + 64 {
+        notes.estimated(format!(
+            "switch_cold: left out: a ring of {biggest} processes needs {} descriptors, the limit here is {}",
+            2 * biggest + 64,
+            limit.rlim_cur
+        ));
+        return Ok(Vec::new());
+    }
     let mut hops = Vec::new();
     for &n in &COLD_RING_TASKS {
         let Some(hop) = cold_ring_ns(cpu, n, plan.ring_laps * biggest / n)? else {
@@ -1451,18 +1464,9 @@ fn switch_cold_steps(cpu: usize, tlb: Option<&TlbProfile>, plan: &Plan, notes: &
 /// thread and `n - 1` forked children), each reading it from its own pipe and
 /// writing it into the next one's: every hop a wakeup and a switch to the
 /// process that ran longest ago, in a fixed order. None when a hop does not switch
-/// (this thread switched out less than 0.9 times a lap), or the ring needs more
-/// descriptors than the process may open.
+/// (this thread switched out less than 0.9 times a lap). Needs 2 `n` descriptors.
 fn cold_ring_ns(cpu: usize, n: usize, laps: usize) -> Result<Option<f64>> {
     pin_current_thread(cpu)?;
-    // SAFETY: rlimit is plain data; getrlimit fills it.
-    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return Err(os_err("getrlimit"));
-    }
-    if (limit.rlim_cur as usize) < 2 * n + 64 {
-        return Ok(None);
-    }
     let pipes = (0..n).map(|_| pipe()).collect::<std::io::Result<Vec<_>>>()?;
     let set = cpu_set_of(&[cpu])?;
     let mut children = Vec::with_capacity(n - 1);
@@ -1493,9 +1497,10 @@ fn cold_ring_ns(cpu: usize, n: usize, laps: usize) -> Result<Option<f64>> {
     let before = thread_switches();
     let per_lap = time_per_op(reps, laps, lap);
     let after = thread_switches();
-    // Closing the pipes ends the children's reads; killed and reaped as well.
-    drop(pipes);
+    // Each child is blocked in its read (the token stopped here), so killing and
+    // reaping them one by one waits for no rotation.
     drop(children);
+    drop(pipes);
     let per_lap = per_lap?;
     let switches_per_lap = (after? - before?) as f64 / calls_made(reps, laps) as f64;
     Ok((switches_per_lap > 0.9).then(|| per_lap / n as f64))
