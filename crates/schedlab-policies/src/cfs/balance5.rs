@@ -324,6 +324,7 @@ impl Cfs {
         let mut sum_util = 0u64;
         // Borrowed out of the domain for the scan (no copies of the spans).
         let groups = std::mem::take(&mut self.doms[this_cpu].domains[sd_idx].groups);
+        groups.iter().for_each(|g| self.scan.prefetch_sums(g));
         for (i, g) in groups.iter().enumerate() {
             scanned += g.weight;
             #[cfg(debug_assertions)]
