@@ -176,6 +176,8 @@ impl ScanRows {
     /// overlap. Nothing on other architectures.
     #[inline]
     pub fn prefetch_sums(&self, group: &SchedGroup) {
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = group;
         #[cfg(target_arch = "x86_64")]
         if let Some(sums) = self.sums.get(group.span_id) {
             // SAFETY: a prefetch is a hint; the address is a live element.
