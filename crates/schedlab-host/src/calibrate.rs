@@ -1472,20 +1472,8 @@ fn cold_ring_ns(cpu: usize, n: usize, laps: usize) -> Result<Option<f64>> {
     let mut children = Vec::with_capacity(n - 1);
     for i in 1..n {
         let (from, to) = (pipes[i].0.as_raw_fd(), pipes[(i + 1) % n].1.as_raw_fd());
-        children.push(Child::fork(move || {
-            // SAFETY: raw system calls on descriptors and memory we own.
-            unsafe {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return;
-                }
-                let mut b = [0u8; 1];
-                while libc::read(from, b.as_mut_ptr().cast(), 1) == 1 {
-                    if libc::write(to, b.as_ptr().cast(), 1) != 1 {
-                        return;
-                    }
-                }
-            }
-        })?);
+        // SAFETY: raw system calls on descriptors we own.
+        children.push(Child::fork(move || unsafe { pinned_relay(&set, from, to) })?);
     }
     let (from, to) = (pipes[0].0.as_raw_fd(), pipes[1 % n].1.as_raw_fd());
     let lap = || {
@@ -2560,6 +2548,28 @@ fn reap(pid: libc::pid_t) -> Result<()> {
     Ok(())
 }
 
+/// The body of a forked helper: moves itself onto the CPUs of `set`, then
+/// copies every byte it reads from `input` to `output`, one at a time, until a
+/// read or write fails (end of file included).
+///
+/// # Safety
+/// Raw system calls only (a forked child of a possibly multi-threaded process);
+/// `input` and `output` must be open descriptors of the calling process.
+unsafe fn pinned_relay(set: &libc::cpu_set_t, input: RawFd, output: RawFd) {
+    // SAFETY: plain system calls on the caller's descriptors and a local byte.
+    unsafe {
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+            return;
+        }
+        let mut b = [0u8; 1];
+        while libc::read(input, b.as_mut_ptr().cast(), 1) == 1 {
+            if libc::write(output, b.as_ptr().cast(), 1) != 1 {
+                return;
+            }
+        }
+    }
+}
+
 /// A child process pinned to one CPU that echoes every byte it reads from one pipe
 /// into another.
 struct EchoChild {
@@ -2578,20 +2588,12 @@ impl EchoChild {
         let (input, output) = (p2c_read.as_raw_fd(), c2p_write.as_raw_fd());
         let (unused_w, unused_r) = (p2c_write.as_raw_fd(), c2p_read.as_raw_fd());
         let child = Child::fork(|| {
-            // SAFETY: raw system calls on descriptors and memory we own.
+            // SAFETY: raw system calls on descriptors we own.
             unsafe {
                 // Our copy of the parent's write end would keep EOF from coming.
                 libc::close(unused_w);
                 libc::close(unused_r);
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return;
-                }
-                let mut b = [0u8; 1];
-                while libc::read(input, b.as_mut_ptr().cast(), 1) == 1 {
-                    if libc::write(output, b.as_ptr().cast(), 1) != 1 {
-                        return;
-                    }
-                }
+                pinned_relay(&set, input, output);
             }
         })?;
         drop(p2c_read);
