@@ -63,30 +63,53 @@ impl Ord for Queued {
     }
 }
 
+/// The pending events, earliest first.
+///
+/// A popped event stays at the heap's root, marked taken, until the queue is next
+/// used: the usual next use is the handler pushing the event that follows (the
+/// segment after a segment), which then replaces the root and sifts down once,
+/// instead of a removal's sift to the bottom and the push's sift up. The order
+/// events pop in is the same either way: keys are unique.
 #[derive(Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Queued>,
     seq: u64,
+    /// The root is the event last popped, not yet removed.
+    root_taken: bool,
 }
 
 impl EventQueue {
     #[inline]
     pub fn push(&mut self, time_ns: u64, kind: EventKind) {
         self.seq += 1;
-        self.heap.push(Queued { key: (time_ns as u128) << 64 | self.seq as u128, kind });
+        let queued = Queued { key: (time_ns as u128) << 64 | self.seq as u128, kind };
+        if self.root_taken {
+            self.root_taken = false;
+            // Dropping the `PeekMut` sifts the new root down.
+            if let Some(mut root) = self.heap.peek_mut() {
+                *root = queued;
+                return;
+            }
+        }
+        self.heap.push(queued);
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, EventKind)> {
-        self.heap.pop().map(|q| ((q.key >> 64) as u64, q.kind))
+        if self.root_taken {
+            self.heap.pop();
+        }
+        let root = self.heap.peek().map(|q| ((q.key >> 64) as u64, q.kind));
+        self.root_taken = root.is_some();
+        root
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - self.root_taken as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -135,6 +158,44 @@ mod tests {
             })
             .collect();
         assert_eq!(got, want);
+    }
+
+    /// Pushes made between pops (as handlers make them) take the popped root's
+    /// place: events still pop in (time, insertion) order.
+    #[test]
+    fn pushes_between_pops_keep_the_order() {
+        let mut x = 99u64;
+        let mut next = move || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let mut q = EventQueue::default();
+        // The expected queue: (time, insertion number), kept sorted.
+        let mut model: Vec<(u64, u32)> = Vec::new();
+        let mut id = 0u32;
+        for _ in 0..64 {
+            let t = next() % 100;
+            q.push(t, EventKind::Resched { cpu: id });
+            model.push((t, id));
+            id += 1;
+        }
+        let mut popped = 0;
+        while let Some((t, k)) = q.pop() {
+            let EventKind::Resched { cpu } = k else { unreachable!() };
+            model.sort();
+            assert_eq!((t, cpu), model.remove(0), "pop {popped}");
+            popped += 1;
+            assert_eq!(q.len(), model.len());
+            // Push 0, 1 or 2 events at or after now, as a handler does.
+            let pushes = if popped < 500 { next() % 3 } else { 0 };
+            for _ in 0..pushes {
+                let at = t + next() % 50;
+                q.push(at, EventKind::Resched { cpu: id });
+                model.push((at, id));
+                id += 1;
+            }
+        }
+        assert!(model.is_empty() && q.is_empty() && popped > 500);
     }
 
     #[test]
