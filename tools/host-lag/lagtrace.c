@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NREC (1 << 17)
+#define NREC (1 << 19)
 #define RECSZ 112
 
 static long bpf(int cmd, union bpf_attr *a) { return syscall(SYS_bpf, cmd, a, sizeof(*a)); }
