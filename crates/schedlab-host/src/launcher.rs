@@ -30,7 +30,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::run::Outcome;
-use crate::sys::{pipe, set_nonblocking, wait_for, write_all};
+use crate::sys::{pipe, set_nonblocking, wait_for, wait_readable, write_all};
 use crate::{signals, HostError};
 
 /// Halvings of the launcher's count: any count below 2^HALVINGS reaches zero
@@ -83,15 +83,20 @@ impl QuietLauncher {
                 Some(line) => return Err(HostError::new("the launcher", format!("said '{line}' before it was ready"))),
                 None if signals::interrupted() => return Err(HostError::new("the launcher", "interrupted")),
                 None if start.elapsed() > limit => return Err(HostError::new("the launcher", "not ready in time")),
-                None => std::thread::sleep(Duration::from_millis(10)),
+                None => {
+                    wait_readable(l.replies.as_raw_fd(), limit.saturating_sub(start.elapsed()))
+                        .map_err(|e| HostError::new("the launcher's pipe", e))?;
+                }
             }
         }
     }
 
     /// Runs `argv` as a session of its own, the launcher's child, with its
-    /// standard output captured; waits at most `limit`, checking for
-    /// SIGINT/SIGTERM every 10 ms. Whatever the outcome, the session's remaining
-    /// processes are killed.
+    /// standard output captured; waits at most `limit`, woken by the launcher's
+    /// replies (its start and its end), by SIGINT/SIGTERM or at least once a
+    /// second (`SUPERVISOR_WAIT_MAX`): a poller waking every 10 ms preempted the
+    /// run's tasks a hundred times a second. Whatever the outcome, the session's
+    /// remaining processes are killed.
     pub fn run(&mut self, argv: &[String], limit: Duration) -> Result<(Outcome, String), HostError> {
         self.runs += 1;
         let out = std::env::temp_dir().join(format!("schedlab-real-{}-{}.out", std::process::id(), self.runs));
@@ -135,7 +140,10 @@ impl QuietLauncher {
             if let Ok(Some(status)) = self.proc.try_wait() {
                 return Err(HostError::new("the launcher", format!("ended ({status})")));
             }
-            std::thread::sleep(Duration::from_millis(10));
+            // Until the next reply, a signal, the limit, or a second (the
+            // launcher's end shows as a hang-up; try_wait() above sees it).
+            let left = if outcome.is_some() { Duration::from_millis(10) } else { limit.saturating_sub(start.elapsed()) };
+            wait_readable(self.replies.as_raw_fd(), left).map_err(|e| HostError::new("the launcher's pipe", e))?;
         }
     }
 

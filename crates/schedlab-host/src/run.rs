@@ -53,10 +53,14 @@ impl Supervised {
         self.pid
     }
 
-    /// Waits for the command, at most `limit`, checking for SIGINT/SIGTERM every
-    /// 10 ms. Whatever the outcome, the session's remaining processes are killed.
+    /// Waits for the command, at most `limit`, woken by its exit (a pidfd), by
+    /// SIGINT/SIGTERM or at least once a second (`SUPERVISOR_WAIT_MAX`; every
+    /// 10 ms on a kernel without pidfds). Whatever the outcome, the session's
+    /// remaining processes are killed.
     pub fn wait(&mut self, limit: Duration) -> Result<Outcome, HostError> {
+        use std::os::fd::AsRawFd;
         let start = std::time::Instant::now();
+        let pidfd = crate::sys::pidfd_open(self.pid);
         let outcome = loop {
             let mut status: libc::c_int = 0;
             // SAFETY: waitpid on our own child.
@@ -78,7 +82,13 @@ impl Supervised {
             if start.elapsed() >= limit {
                 break Outcome::TimedOut;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            match &pidfd {
+                Some(fd) => {
+                    crate::sys::wait_readable(fd.as_raw_fd(), limit.saturating_sub(start.elapsed()))
+                        .map_err(|e| HostError::new("waiting for the command", e))?;
+                }
+                None => std::thread::sleep(Duration::from_millis(10)),
+            }
         };
         self.kill_session();
         Ok(outcome)

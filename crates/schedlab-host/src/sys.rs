@@ -166,6 +166,39 @@ pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// The longest a supervising process sleeps in one wait for its run: a signal
+/// ends the wait at once (the handlers have no SA_RESTART, and poll() is never
+/// restarted), except one that lands just before the wait begins, which is
+/// seen this much later at most. The owner wakes once a second, not a hundred
+/// times: each of its wakeups lands on a vCPU the run is using and preempts a
+/// task of the run there (`perf bench` has no such poller either).
+pub const SUPERVISOR_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Waits until `fd` is readable or hung up, at most `timeout` (and at most
+/// [`SUPERVISOR_WAIT_MAX`]): true if it is. A signal cuts the wait short
+/// (false).
+pub fn wait_readable(fd: RawFd, timeout: std::time::Duration) -> io::Result<bool> {
+    let ms = timeout.min(SUPERVISOR_WAIT_MAX).as_millis() as libc::c_int;
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EINTR) { Ok(false) } else { Err(e) };
+    }
+    Ok(r > 0)
+}
+
+/// A pidfd of child `pid` (`pidfd_open()`, Linux 5.3+), readable once the child
+/// has exited; None where the kernel has none.
+pub fn pidfd_open(pid: libc::pid_t) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a descriptor the kernel just opened for us.
+    (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
 /// Waits for child `pid` (retrying on EINTR); its raw wait status.
 pub fn wait_for(pid: libc::pid_t) -> io::Result<i32> {
     let mut status = 0;
