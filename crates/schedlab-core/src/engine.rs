@@ -2553,7 +2553,12 @@ impl Engine {
     /// (a pipe's or an AF_UNIX socket's `wake_up_interruptible_sync_poll()`),
     /// not for a futex's (`futex_wake()` → `wake_up_q()` → `wake_up_process()`,
     /// no flags, in every modelled version).
+    #[inline]
     fn wake_all(&mut self, tasks: &mut Vec<TaskId>, cpu: usize, sync: bool) {
+        // Most reads and writes wake nobody: no drain to set up and drop.
+        if tasks.is_empty() {
+            return;
+        }
         for t in tasks.drain(..) {
             self.try_to_wake_up(t, Some(cpu), sync);
         }
