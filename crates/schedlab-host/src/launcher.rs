@@ -84,6 +84,10 @@ impl QuietLauncher {
                 None if signals::interrupted() => return Err(HostError::new("the launcher", "interrupted")),
                 None if start.elapsed() > limit => return Err(HostError::new("the launcher", "not ready in time")),
                 None => {
+                    // A launcher that died leaves its pipe hung up (readable at once).
+                    if let Ok(Some(status)) = l.proc.try_wait() {
+                        return Err(HostError::new("the launcher", format!("ended before it was ready ({status})")));
+                    }
                     wait_readable(l.replies.as_raw_fd(), limit.saturating_sub(start.elapsed()))
                         .map_err(|e| HostError::new("the launcher's pipe", e))?;
                 }
