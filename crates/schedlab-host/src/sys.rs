@@ -212,3 +212,52 @@ pub fn wait_for(pid: libc::pid_t) -> io::Result<i32> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+    use std::time::{Duration, Instant};
+
+    /// An empty pipe waits out its timeout; one with a byte in it, or whose
+    /// writer has gone, is readable at once; the wait never exceeds
+    /// SUPERVISOR_WAIT_MAX.
+    #[test]
+    fn wait_readable_waits_for_data_a_hang_up_or_the_time() {
+        let (r, w) = pipe().unwrap();
+        let t = Instant::now();
+        assert!(!wait_readable(r.as_raw_fd(), Duration::from_millis(30)).unwrap());
+        assert!(t.elapsed() >= Duration::from_millis(25), "{:?}", t.elapsed());
+        let t = Instant::now();
+        assert!(!wait_readable(r.as_raw_fd(), Duration::from_secs(30)).unwrap());
+        let waited = t.elapsed();
+        assert!(waited >= Duration::from_millis(900) && waited < Duration::from_secs(5), "{waited:?}");
+        write_all(w.as_raw_fd(), b"x").unwrap();
+        assert!(wait_readable(r.as_raw_fd(), Duration::from_secs(5)).unwrap());
+        let (r2, w2) = pipe().unwrap();
+        drop(w2);
+        assert!(wait_readable(r2.as_raw_fd(), Duration::from_secs(5)).unwrap());
+    }
+
+    /// A child's pidfd turns readable when the child exits.
+    #[test]
+    fn a_pidfd_is_readable_once_the_child_exits() {
+        // SAFETY: the child only sleeps and exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: async-signal-safe calls in the child.
+            unsafe {
+                libc::usleep(50_000);
+                libc::_exit(0);
+            }
+        }
+        let Some(fd) = pidfd_open(pid) else {
+            wait_for(pid).unwrap();
+            return; // a kernel without pidfds: Supervised::wait polls instead
+        };
+        let t = Instant::now();
+        assert!(wait_readable(fd.as_raw_fd(), Duration::from_secs(5)).unwrap());
+        assert!(t.elapsed() < Duration::from_secs(2));
+        assert_eq!(wait_for(pid).unwrap(), 0);
+    }
+}
