@@ -34,6 +34,7 @@ impl Instance {
         if !cfg!(target_os = "linux") {
             return Err(HostError::new("tracefs", "recording needs Linux"));
         }
+        remove_stale_private_mounts();
         let (root, mounted_by_us) = match find_mount() {
             Some(root) => (root, None),
             None => {
@@ -111,6 +112,7 @@ pub fn event_id(subsystem: &str, event: &str) -> Result<u64, HostError> {
         let text = fs::read_to_string(&path).map_err(|e| HostError::new(format!("reading {}", path.display()), e))?;
         text.trim().parse().map_err(|_| HostError::new(format!("reading {}", path.display()), format!("not a number: {text:?}")))
     };
+    remove_stale_private_mounts();
     if let Some(root) = find_mount() {
         return read(&root);
     }
@@ -179,6 +181,31 @@ fn remove_stale_instances(instances: &Path) {
     }
 }
 
+/// Unmounts and removes the private mounts `event_id()` makes
+/// (`<tmp>/schedlab-tracefs-<pid>-<n>`) whose process no longer runs: one
+/// killed between its mount and its unmount left tracefs mounted there, and
+/// `find_mount()` would take that for the system's mount.
+fn remove_stale_private_mounts() {
+    let tmp = std::env::temp_dir();
+    let Ok(entries) = fs::read_dir(&tmp) else { return };
+    let prefix = format!("{INSTANCE_PREFIX}tracefs-");
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix.as_str()))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !pid_alive(pid) {
+            let _ = unmount(&e.path());
+            let _ = fs::remove_dir(e.path());
+        }
+    }
+}
+
 /// Whether a process with this pid exists (kill with signal 0).
 pub fn pid_alive(pid: i32) -> bool {
     if pid <= 0 {
@@ -192,6 +219,30 @@ pub fn pid_alive(pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A private mount left by a process that died is unmounted and removed;
+    /// one of a live process is left alone. Needs root (skipped otherwise).
+    #[test]
+    fn a_dead_processs_private_mount_is_removed() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id() as i32;
+        child.wait().unwrap();
+        let stale = std::env::temp_dir().join(format!("{INSTANCE_PREFIX}tracefs-{dead}-7"));
+        let live = std::env::temp_dir().join(format!("{INSTANCE_PREFIX}tracefs-{}-99", std::process::id()));
+        fs::create_dir_all(&stale).unwrap();
+        fs::create_dir_all(&live).unwrap();
+        if mount_tracefs(&stale).is_err() {
+            let _ = fs::remove_dir(&stale);
+            let _ = fs::remove_dir(&live);
+            return; // not root: nothing to test here
+        }
+        let mounted = |p: &Path| fs::read_to_string("/proc/mounts").unwrap().contains(&format!(" {} tracefs", p.display()));
+        assert!(mounted(&stale));
+        remove_stale_private_mounts();
+        assert!(!mounted(&stale) && !stale.exists(), "the dead process's mount stayed");
+        assert!(live.exists(), "a live process's directory was removed");
+        fs::remove_dir(&live).unwrap();
+    }
 
     #[test]
     fn our_own_pid_is_alive_and_pid_zero_is_not() {
