@@ -178,15 +178,21 @@ pub const SUPERVISOR_WAIT_MAX: std::time::Duration = std::time::Duration::from_s
 /// [`SUPERVISOR_WAIT_MAX`]): true if it is. A signal cuts the wait short
 /// (false).
 pub fn wait_readable(fd: RawFd, timeout: std::time::Duration) -> io::Result<bool> {
-    let ms = timeout.min(SUPERVISOR_WAIT_MAX).as_millis() as libc::c_int;
+    match poll_readable(fd, timeout.min(SUPERVISOR_WAIT_MAX).as_millis() as libc::c_int) {
+        Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(false),
+        r => r,
+    }
+}
+
+/// poll() for `fd` readable (or hung up), at most `timeout_ms` (-1: no limit):
+/// true if it is; EINTR comes back as an error.
+pub fn poll_readable(fd: RawFd, timeout_ms: libc::c_int) -> io::Result<bool> {
     let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, ms) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        return if e.raw_os_error() == Some(libc::EINTR) { Ok(false) } else { Err(e) };
+    match unsafe { libc::poll(&mut p, 1, timeout_ms) } {
+        r if r < 0 => Err(io::Error::last_os_error()),
+        r => Ok(r > 0),
     }
-    Ok(r > 0)
 }
 
 /// A pidfd of child `pid` (`pidfd_open()`, Linux 5.3+), readable once the child

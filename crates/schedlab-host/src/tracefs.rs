@@ -167,17 +167,25 @@ fn unmount(at: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The entries of `dir` named `<prefix><pid>` or `<prefix><pid>-<rest>` whose
+/// process no longer runs: what a killed schedlab left behind.
+fn dead_pids_entries(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let pid = name.to_str().and_then(|n| n.strip_prefix(prefix)).and_then(|rest| rest.split('-').next());
+            pid.and_then(|p| p.parse::<i32>().ok()).is_some_and(|pid| !pid_alive(pid))
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
 /// Removes `schedlab-<pid>` instances whose pid no longer runs.
 fn remove_stale_instances(instances: &Path) {
-    let Ok(entries) = fs::read_dir(instances) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(INSTANCE_PREFIX)).and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        if !pid_alive(pid) {
-            let _ = fs::remove_dir(e.path());
-        }
+    for dir in dead_pids_entries(instances, INSTANCE_PREFIX) {
+        let _ = fs::remove_dir(dir);
     }
 }
 
@@ -186,23 +194,9 @@ fn remove_stale_instances(instances: &Path) {
 /// killed between its mount and its unmount left tracefs mounted there, and
 /// `find_mount()` would take that for the system's mount.
 fn remove_stale_private_mounts() {
-    let tmp = std::env::temp_dir();
-    let Ok(entries) = fs::read_dir(&tmp) else { return };
-    let prefix = format!("{INSTANCE_PREFIX}tracefs-");
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(prefix.as_str()))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if !pid_alive(pid) {
-            let _ = unmount(&e.path());
-            let _ = fs::remove_dir(e.path());
-        }
+    for dir in dead_pids_entries(&std::env::temp_dir(), &format!("{INSTANCE_PREFIX}tracefs-")) {
+        let _ = unmount(&dir);
+        let _ = fs::remove_dir(dir);
     }
 }
 

@@ -18,17 +18,11 @@ pub fn fdpair(pipe: bool) -> Result<(OwnedFd, OwnedFd), HostError> {
 
 /// Blocks until `fd` is readable (perf bench's wait for the start byte).
 pub fn poll_in(fd: RawFd) -> bool {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     loop {
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut p, 1, -1) };
-        if r == 1 {
-            return true;
+        match crate::sys::poll_readable(fd, -1) {
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            r => return r.unwrap_or(false),
         }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            continue;
-        }
-        return false;
     }
 }
 
