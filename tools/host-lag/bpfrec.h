@@ -75,8 +75,10 @@ static int load_prog(const char *tool, const int *exits, int nexits) {
     return fd;
 }
 
-// The counter map (one u64) and the record map (nrec records of recsz bytes).
+// The counter map (one u64) and the record map (nrec records of recsz bytes,
+// at most 512).
 static int make_maps(int nrec, int recsz, int *ctr, int *recs) {
+    if (recsz > 512) return -1;
     union bpf_attr a;
     memset(&a, 0, sizeof a);
     a.map_type = BPF_MAP_TYPE_ARRAY; a.key_size = 4; a.value_size = 8; a.max_entries = 1;
@@ -168,4 +170,22 @@ static FILE *tool_args(const char *tool, int argc, char **argv, long *o) {
     FILE *out = fopen(argv[2], "w");
     if (!out) fprintf(stderr, "%s: OUT %s: %s\n", tool, argv[2], strerror(errno));
     return out;
+}
+
+// Runs cmd with progs attached (run_traced), then writes the records the ring
+// kept to out, one print() call each, and says how many there were. The
+// tool's exit status: 0, or 1 if an attachment failed.
+static int trace_and_dump(const char *tool, char **cmd, const char **tps, const int *progs, int nprogs, int ctr,
+                          int recs, int nrec, FILE *out, void (*print)(FILE *, const unsigned char *)) {
+    int status = run_traced(tool, cmd, tps, progs, nprogs);
+    if (status < 0) return 1;
+    uint64_t count = record_count(ctr);
+    uint64_t first = count > (uint64_t)nrec ? count - nrec : 0;
+    unsigned char r[512]; // records are at most this long (make_maps' recsz)
+    for (uint64_t i = first; i < count; i++)
+        if (record_read(recs, nrec, i, r) == 0) print(out, r);
+    fclose(out);
+    fprintf(stderr, "%s: %llu records (%llu kept), command status %d\n", tool, (unsigned long long)count,
+            (unsigned long long)(count - first), WEXITSTATUS(status));
+    return 0;
 }

@@ -58,6 +58,18 @@ static int build(int wakeup, int ctr, int recs, const long *o) {
     return load_prog("lagtrace", exits, 3);
 }
 
+static void print_record(FILE *out, const unsigned char *r) {
+    const uint64_t *q = (const uint64_t *)r;
+    const uint32_t *pids = (const uint32_t *)(r + 16);
+    char commb[17]; memcpy(commb, r + 96, 16); commb[16] = 0;
+    for (char *c = commb; *c; c++) if (*c == ' ') *c = '_';
+    fprintf(out, "%c %llu %llu %llu %llu %u %u %lld %lld %lld %lld %lld %lld %lld %llu %lld %s\n",
+            (q[1] >> 32) & 1 ? 'W' : 'S', (unsigned long long)q[0], (unsigned long long)(q[1] >> 48),
+            (unsigned long long)(q[1] & 0xff), (unsigned long long)((q[1] >> 40) & 1), pids[0], pids[1],
+            (long long)q[3], (long long)q[4], (long long)q[5], (long long)q[6], (long long)q[7], (long long)q[8],
+            (long long)q[9], (unsigned long long)q[10], (long long)q[11], commb);
+}
+
 int main(int argc, char **argv) {
     long o[10];
     FILE *out = tool_args("lagtrace", argc, argv, o);
@@ -65,27 +77,7 @@ int main(int argc, char **argv) {
     int ctr, recs;
     if (make_maps(NREC, RECSZ, &ctr, &recs) < 0) { perror("lagtrace: maps"); return 1; }
     int progs[] = {build(0, ctr, recs, o), build(1, ctr, recs, o)};
-    if (progs[0] < 0 || progs[1] < 0) return 1;
+    for (int i = 0; i < 2; i++) if (progs[i] < 0) return 1;
     const char *tps[] = {"sched_switch", "sched_wakeup"};
-    int status = run_traced("lagtrace", argv + 4, tps, progs, 2);
-    if (status < 0) return 1;
-    uint64_t count = record_count(ctr);
-    uint64_t first = count > NREC ? count - NREC : 0;
-    unsigned char r[RECSZ];
-    for (uint64_t i = first; i < count; i++) {
-        if (record_read(recs, NREC, i, r) < 0) continue;
-        uint64_t *q = (uint64_t *)r;
-        uint32_t *pids = (uint32_t *)(r + 16);
-        char commb[17]; memcpy(commb, r + 96, 16); commb[16] = 0;
-        for (char *c = commb; *c; c++) if (*c == ' ') *c = '_';
-        fprintf(out, "%c %llu %llu %llu %llu %u %u %lld %lld %lld %lld %lld %lld %lld %llu %lld %s\n",
-                (q[1] >> 32) & 1 ? 'W' : 'S', (unsigned long long)q[0], (unsigned long long)(q[1] >> 48),
-                (unsigned long long)(q[1] & 0xff), (unsigned long long)((q[1] >> 40) & 1), pids[0], pids[1],
-                (long long)q[3], (long long)q[4], (long long)q[5], (long long)q[6], (long long)q[7], (long long)q[8],
-                (long long)q[9], (unsigned long long)q[10], (long long)q[11], commb);
-    }
-    fclose(out);
-    fprintf(stderr, "lagtrace: %llu records (%llu kept), command status %d\n", (unsigned long long)count,
-            (unsigned long long)(count - first), WEXITSTATUS(status));
-    return 0;
+    return trace_and_dump("lagtrace", argv + 4, tps, progs, 2, ctr, recs, NREC, out, print_record);
 }

@@ -62,6 +62,15 @@ static int build(int ctr, int recs, const long *o) {
     return load_prog("loadtrace", exits, 2);
 }
 
+static void print_record(FILE *out, const unsigned char *r) {
+    const uint64_t *q = (const uint64_t *)r;
+    const uint32_t *u = (const uint32_t *)r;
+    fprintf(out, "%llu %llu %u %u  %u %lld %lld %lld %lld  %u %lld %lld %lld %lld\n",
+            (unsigned long long)q[0], (unsigned long long)q[1], u[4], u[5],
+            u[6], (long long)q[4], (long long)q[5], (long long)q[6], (long long)q[7],
+            u[16], (long long)q[9], (long long)q[10], (long long)q[11], (long long)q[12]);
+}
+
 int main(int argc, char **argv) {
     long o[10];
     FILE *out = tool_args("loadtrace", argc, argv, o);
@@ -69,24 +78,7 @@ int main(int argc, char **argv) {
     int ctr, recs;
     if (make_maps(NREC, RECSZ, &ctr, &recs) < 0) { perror("loadtrace: maps"); return 1; }
     int progs[] = {build(ctr, recs, o)};
-    if (progs[0] < 0) return 1;
+    for (int i = 0; i < 1; i++) if (progs[i] < 0) return 1;
     const char *tps[] = {"sched_waking"};
-    int status = run_traced("loadtrace", argv + 4, tps, progs, 1);
-    if (status < 0) return 1;
-    uint64_t count = record_count(ctr);
-    uint64_t first = count > NREC ? count - NREC : 0;
-    unsigned char r[RECSZ];
-    for (uint64_t i = first; i < count; i++) {
-        if (record_read(recs, NREC, i, r) < 0) continue;
-        uint64_t *q = (uint64_t *)r;
-        uint32_t *u = (uint32_t *)r;
-        fprintf(out, "%llu %llu %u %u  %u %lld %lld %lld %lld  %u %lld %lld %lld %lld\n",
-                (unsigned long long)q[0], (unsigned long long)q[1], u[4], u[5],
-                u[6], (long long)q[4], (long long)q[5], (long long)q[6], (long long)q[7],
-                u[16], (long long)q[9], (long long)q[10], (long long)q[11], (long long)q[12]);
-    }
-    fclose(out);
-    fprintf(stderr, "loadtrace: %llu records (%llu kept), command status %d\n", (unsigned long long)count,
-            (unsigned long long)(count - first), WEXITSTATUS(status));
-    return 0;
+    return trace_and_dump("loadtrace", argv + 4, tps, progs, 1, ctr, recs, NREC, out, print_record);
 }
