@@ -282,8 +282,9 @@ impl Cfs {
                 let shifted = if nr_failed >= 64 { 0 } else { load >> nr_failed };
                 (shifted as i64 <= imbalance).then_some(load as i64)
             }
+            // v5.5+ migrate_util: the task's estimate (`task_util_est()`).
             Some(MigrationType::Util) => {
-                let util = self.se[p].avg.util_avg as i64;
+                let util = self.task_util_est(p) as i64;
                 (util <= imbalance).then_some(util)
             }
             Some(MigrationType::Task) => Some(1),

@@ -656,7 +656,7 @@ impl Cfs {
             let row = self.scan.row(i);
             let avg = &self.se[p].avg;
             s.group_load = s.group_load - row.load_avg + row.load_avg.saturating_sub(p_h_load);
-            s.group_util = s.group_util - row.util + row.util.saturating_sub(avg.util_avg);
+            s.group_util = s.group_util - row.util + self.cpu_util_without(i, p);
             s.group_runnable = s.group_runnable - row.runnable_avg + row.runnable_avg.saturating_sub(avg.runnable_load_avg);
             let nr = u64::from(row.h_nr_running) - 1;
             s.sum_nr_running -= 1;
@@ -683,7 +683,7 @@ impl Cfs {
             let local = p_cpu == Some(i);
             let without = |v: u64, mine: u64| if local { v.saturating_sub(mine) } else { v };
             s.group_load += without(row.load_avg, p_h_load);
-            s.group_util += without(row.util, avg.util_avg);
+            s.group_util += if local { self.cpu_util_without(i, p) } else { row.util };
             s.group_runnable += without(row.runnable_avg, avg.runnable_load_avg);
             let nr = u64::from(row.h_nr_running) - u64::from(local);
             s.sum_nr_running += nr;

@@ -17,6 +17,21 @@ use super::weights::{calc_delta, calc_delta_fair, LoadWeight};
 /// utilisation has not been recomputed since its enqueue.
 const UTIL_AVG_UNCHANGED: u32 = 0x8000_0000;
 
+/// `UTIL_AVG_UNCHANGED` before v5.13: the lowest bit of `util_est.enqueued`.
+const UTIL_AVG_UNCHANGED_LSB: u32 = 0x1;
+
+/// `UTIL_EST_MARGIN` (1% of capacity): changes of an estimate smaller than this
+/// are not recorded.
+const UTIL_EST_MARGIN: u64 = SCHED_CAPACITY_SCALE / 100;
+
+/// `UTIL_EST_WEIGHT_SHIFT`: a new sample weighs a quarter in the moving average.
+const UTIL_EST_WEIGHT_SHIFT: u32 = 2;
+
+/// `within_margin()` (fair.c, v4.17-v6.7): |value| < margin.
+fn within_margin(value: i64, margin: u64) -> bool {
+    value.unsigned_abs() < margin
+}
+
 impl Cfs {
     pub fn jiffies(&self, now_ns: u64) -> u64 {
         now_ns / self.tick_ns
@@ -279,6 +294,7 @@ impl Cfs {
             if se.avg.update_se(now, on_rq, running, w, runnable) {
                 // cfs_se_util_change(): util_avg moved since the task's enqueue.
                 se.util_est &= !UTIL_AVG_UNCHANGED;
+                se.util_est_enqueued &= !(UTIL_AVG_UNCHANGED | UTIL_AVG_UNCHANGED_LSB);
             }
         }
         let reworked = self.reworked_balancer();
@@ -309,9 +325,20 @@ impl Cfs {
         }
     }
 
-    /// `_task_util_est()`: the task's estimate without its flag.
+    /// `_task_util_est()`: the task's estimate. v6.8+: its one value without the
+    /// flag; v5.13-v6.7: the larger of its moving average and its last
+    /// activation's utilisation, without the flag; v4.17-v5.12: the same with
+    /// the flag's lowest bit set (so an estimate is never 0 there).
     pub fn task_util_est_raw(&self, p: TaskId) -> u64 {
-        u64::from(self.se[p].util_est & !UTIL_AVG_UNCHANGED)
+        let se = &self.se[p];
+        if !self.util_est_two_fields() {
+            return u64::from(se.util_est & !UTIL_AVG_UNCHANGED);
+        }
+        if self.version >= KernelVersion::V5_15 {
+            u64::from(se.util_est.max(se.util_est_enqueued & !UTIL_AVG_UNCHANGED))
+        } else {
+            u64::from(se.util_est.max(se.util_est_enqueued) | UTIL_AVG_UNCHANGED_LSB)
+        }
     }
 
     /// `task_util_est()`: the larger of the task's utilisation and its estimate.
@@ -319,13 +346,19 @@ impl Cfs {
         self.se[p].avg.util_avg.max(self.task_util_est_raw(p))
     }
 
-    /// Whether util_est is kept: only HOST_VCPU_PACK reads it, so other runs
-    /// skip the bookkeeping (UTIL_EST itself is v4.17+).
+    /// Whether util_est is kept: UTIL_EST (v4.17+), or HOST_VCPU_PACK, which
+    /// reads the estimates whatever UTIL_EST says.
     fn keeps_util_est(&self) -> bool {
-        self.feat.host_vcpu_pack
+        self.feat.util_est || self.feat.host_vcpu_pack
     }
 
-    /// `util_est_enqueue()` (v6.18): the task's estimate joins its CPU's.
+    /// `struct util_est` with its two members, `enqueued` and `ewma` (v4.17 to
+    /// v6.7; v6.8's "sched/fair: Simplify util_est" left the moving average alone).
+    fn util_est_two_fields(&self) -> bool {
+        self.version < KernelVersion::V6_12
+    }
+
+    /// `util_est_enqueue()` (v4.19; v6.18): the task's estimate joins its CPU's.
     fn util_est_enqueue(&mut self, cpu: usize, p: TaskId) {
         if !self.keeps_util_est() {
             return;
@@ -334,7 +367,7 @@ impl Cfs {
         self.rq[cpu].cfs.util_est += est;
     }
 
-    /// `util_est_dequeue()` (v6.18): and leaves it.
+    /// `util_est_dequeue()` (v4.19; v6.18): and leaves it.
     fn util_est_dequeue(&mut self, cpu: usize, p: TaskId) {
         if !self.keeps_util_est() {
             return;
@@ -344,16 +377,26 @@ impl Cfs {
         cfs.util_est = cfs.util_est.saturating_sub(est);
     }
 
-    /// `util_est_update()` (v6.18 fair.c) at a task's dequeue: on a sleep, unless
-    /// its utilisation has not moved since its enqueue, the estimate follows a
-    /// rise at once and a fall by a quarter of the gap, except within
-    /// UTIL_EST_MARGIN of it or when the task waited for the CPU (its runnable
-    /// average beyond its utilisation by more than the margin).
+    /// `util_est_update()` at a task's dequeue for a sleep, unless its
+    /// utilisation has not moved since its enqueue: v6.8+ in
+    /// [`Self::util_est_update_v6_8`], before it in
+    /// [`Self::util_est_update_two_fields`].
     fn util_est_update(&mut self, p: TaskId, sleep: bool) {
-        const UTIL_EST_MARGIN: u64 = SCHED_CAPACITY_SCALE / 100;
         if !sleep || !self.keeps_util_est() {
             return;
         }
+        if self.util_est_two_fields() {
+            self.util_est_update_two_fields(p);
+        } else {
+            self.util_est_update_v6_8(p);
+        }
+    }
+
+    /// `util_est_update()` (v6.18 fair.c): the estimate follows a rise at once
+    /// and a fall by a quarter of the gap, except within UTIL_EST_MARGIN of it or
+    /// when the task waited for the CPU (its runnable average beyond its
+    /// utilisation by more than the margin).
+    fn util_est_update_v6_8(&mut self, p: TaskId) {
         let se = &mut self.se[p];
         if se.util_est & UTIL_AVG_UNCHANGED != 0 {
             return;
@@ -369,6 +412,56 @@ impl Cfs {
             }
         }
         se.util_est = ewma as u32 | UTIL_AVG_UNCHANGED;
+    }
+
+    /// `util_est_dequeue()`'s second half (v4.19 fair.c) and `util_est_update()`
+    /// (v5.10, v5.15, v6.6): `enqueued` takes the task's utilisation now (with
+    /// the flag) and the moving average moves a quarter of the way to it, except
+    /// within UTIL_EST_MARGIN of it. v5.7+ with UTIL_EST_FASTUP takes a rise at
+    /// once; v5.12+ (b89997aa88f0) still records an `enqueued` that moved by the
+    /// margin; a utilisation above the CPU's capacity is skipped (v5.10+;
+    /// never here, where every CPU's is SCHED_CAPACITY_SCALE); v6.2+ (50181c0cff31)
+    /// keeps the average when the task waited for the CPU.
+    fn util_est_update_two_fields(&mut self, p: TaskId) {
+        let version = self.version;
+        let fastup = self.feat.util_est_fastup;
+        let msb_flag = version >= KernelVersion::V5_15;
+        let se = &mut self.se[p];
+        let flag = if msb_flag { UTIL_AVG_UNCHANGED } else { UTIL_AVG_UNCHANGED_LSB };
+        if se.util_est_enqueued & flag != 0 {
+            return;
+        }
+        let last_enqueued = i64::from(se.util_est_enqueued);
+        let util = se.avg.util_avg;
+        let mut enqueued = if msb_flag { util as u32 } else { util as u32 | UTIL_AVG_UNCHANGED_LSB };
+        let mut ewma = se.util_est;
+        'update: {
+            if fastup && ewma < enqueued {
+                ewma = enqueued;
+                break 'update;
+            }
+            let last_ewma_diff = i64::from(enqueued) - i64::from(ewma);
+            if within_margin(last_ewma_diff, UTIL_EST_MARGIN) {
+                if version >= KernelVersion::V5_15 && !within_margin(last_enqueued - i64::from(enqueued), UTIL_EST_MARGIN) {
+                    break 'update;
+                }
+                return;
+            }
+            if version >= KernelVersion::V5_10 && util > SCHED_CAPACITY_SCALE {
+                return;
+            }
+            if version >= KernelVersion::V6_6 && util + UTIL_EST_MARGIN < se.avg.runnable_load_avg {
+                break 'update;
+            }
+            // ewma(t) = ewma(t-1) + (enqueued - ewma(t-1)) / 4, in the kernel's
+            // unsigned arithmetic.
+            ewma = (ewma << UTIL_EST_WEIGHT_SHIFT).wrapping_add(last_ewma_diff as u32) >> UTIL_EST_WEIGHT_SHIFT;
+        }
+        if msb_flag {
+            enqueued |= UTIL_AVG_UNCHANGED;
+        }
+        se.util_est_enqueued = enqueued;
+        se.util_est = ewma;
     }
 
     /// `cpu_util()` as v6.18 reads it with UTIL_EST: the larger of the CPU's
@@ -1052,9 +1145,33 @@ impl Cfs {
         self.rq[cpu].cpu_load[idx as usize - 1].max(total)
     }
 
-    /// `cpu_util()` (v4.19): utilisation clamped to the CPU's original capacity.
+    /// `cpu_util()` (v4.19; `cpu_util_cfs()` v6.x): utilisation, with UTIL_EST at
+    /// least the queued tasks' estimates, clamped to the CPU's original capacity.
     pub fn cpu_util(&self, cpu: usize) -> u64 {
-        self.rq[cpu].cfs.avg.util_avg.min(self.rq[cpu].cpu_capacity)
+        let rq = &self.rq[cpu];
+        let mut util = rq.cfs.avg.util_avg;
+        if self.feat.util_est {
+            util = util.max(rq.cfs.util_est);
+        }
+        util.min(rq.cpu_capacity)
+    }
+
+    /// CPU `cpu`'s utilisation without task `p`'s, for a `p` that counts there:
+    /// `cpu_util_wake()` (v4.19) takes p's utilisation out of the CPU's, and
+    /// `cpu_util_without()` (v5.0+, c469933e7721, "for 'execl' type
+    /// workloads") also p's estimate out of the queued tasks' when p is queued
+    /// (or running) there.
+    pub fn cpu_util_without(&self, cpu: usize, p: TaskId) -> u64 {
+        let rq = &self.rq[cpu];
+        let mut util = rq.cfs.avg.util_avg.saturating_sub(self.se[p].avg.util_avg);
+        if self.feat.util_est {
+            let mut estimated = rq.cfs.util_est;
+            if self.version >= KernelVersion::V5_10 && self.se[p].on_rq {
+                estimated = estimated.saturating_sub(self.task_util_est_raw(p));
+            }
+            util = util.max(estimated);
+        }
+        util.min(rq.cpu_capacity)
     }
 
     /// Tasks the balancer counts on `cpu`: v6.14+ `h_nr_runnable` leaves out
@@ -1781,7 +1898,7 @@ mod tests {
 
     fn cfs_version_on(version: &str, spec: &str, features: Option<&str>, sysctls: &[(&str, &str)]) -> Cfs {
         let s: Vec<(String, String)> = sysctls.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let mut c = Cfs::new(version, features, &s).unwrap();
+        let mut c = Cfs::new(version, features, &s).or_else(|_| Cfs::new_eevdf(version, features, &s)).unwrap();
         c.boot_on(&Topology::parse(spec).unwrap(), 4_000_000);
         c
     }
@@ -1807,6 +1924,84 @@ mod tests {
         }
         let c = cfs_version_on("3.0", "x6-2-20", None, &[]);
         assert_eq!(c.skipped_newidle_next_balance(0, 20), None);
+    }
+
+    /// A task's util_est after sleeps at the given utilisations, in `version`.
+    fn util_est_after(version: &str, features: Option<&str>, sleeps: &[(u64, u64)]) -> (u32, u32, u64) {
+        let mut c = cfs_version_on(version, "x6-2-20", features, &[]);
+        let p = add_task(&mut c, 0);
+        for &(util, runnable) in sleeps {
+            c.se[p].avg.util_avg = util;
+            c.se[p].avg.runnable_load_avg = runnable;
+            // Its utilisation moved since its enqueue (`cfs_se_util_change()`).
+            c.se[p].util_est &= !UTIL_AVG_UNCHANGED;
+            c.se[p].util_est_enqueued &= !(UTIL_AVG_UNCHANGED | UTIL_AVG_UNCHANGED_LSB);
+            c.util_est_update(p, true);
+        }
+        (c.se[p].util_est, c.se[p].util_est_enqueued, c.task_util_est_raw(p))
+    }
+
+    #[test]
+    fn util_est_follows_each_releases_arithmetic() {
+        // v4.19: enqueued = 300 | 1 (the flag in the lowest bit); the average moves
+        // a quarter of the way from 0: (0 * 4 + 301) >> 2 = 75; the estimate is the
+        // larger, 301, with the flag bit.
+        assert_eq!(util_est_after("4.19", None, &[(300, 300)]), (75, 301, 301));
+        // A second sleep at 300: enqueued 301 again, 301 - 75 = 226 past the
+        // margin: (75 * 4 + 226) >> 2 = 131.
+        assert_eq!(util_est_after("4.19", None, &[(300, 300), (300, 300)]).0, 131);
+        // v5.15 with UTIL_EST_FASTUP: a rise is taken at once; enqueued carries
+        // the flag in its top bit, which the estimate leaves out.
+        assert_eq!(util_est_after("5.15", None, &[(300, 300)]), (300, 300 | UTIL_AVG_UNCHANGED, 300));
+        // Without FASTUP, v5.15 averages as v4.19 did, without the flag bit: 300 >> 2.
+        assert_eq!(util_est_after("5.15", Some("NO_UTIL_EST_FASTUP"), &[(300, 300)]).0, 75);
+        // A fall from 300 to 200: (300 * 4 - 100) >> 2 = 275.
+        assert_eq!(util_est_after("5.15", None, &[(300, 300), (200, 200)]).0, 275);
+        // Within the margin (1% of 1024: |diff| < 10) nothing moves, unless
+        // enqueued itself moved by the margin since it was last recorded (v5.12+):
+        // 300 -> 295 records nothing; 320 -> 250 (the average (1280 - 70) >> 2 =
+        // 302) -> 295 records enqueued only.
+        let (ewma, enq, _) = util_est_after("5.15", None, &[(300, 300), (295, 295)]);
+        assert_eq!((ewma, enq & !UTIL_AVG_UNCHANGED), (300, 300));
+        let (ewma, enq, _) = util_est_after("5.15", None, &[(320, 320), (250, 250), (295, 295)]);
+        assert_eq!((ewma, enq & !UTIL_AVG_UNCHANGED), (302, 295));
+        // v6.6: a fall seen while the task waited for the CPU (runnable beyond its
+        // utilisation by more than the margin) records enqueued but keeps the average.
+        let (ewma, enq, _) = util_est_after("6.6", None, &[(300, 300), (200, 400)]);
+        assert_eq!((ewma, enq & !UTIL_AVG_UNCHANGED), (300, 200));
+        // v5.15 has no such rule.
+        assert_eq!(util_est_after("5.15", None, &[(300, 300), (200, 400)]).0, 275);
+        // v6.12+: one value, a rise at once, the fall filtered the same way.
+        assert_eq!(util_est_after("6.18", None, &[(300, 300), (200, 200)]).0 & !UTIL_AVG_UNCHANGED, 275);
+        // An update with the utilisation unchanged since the enqueue is skipped.
+        let mut c = cfs_version_on("5.15", "x6-2-20", None, &[]);
+        let p = add_task(&mut c, 0);
+        c.se[p].avg.util_avg = 300;
+        c.se[p].util_est_enqueued = UTIL_AVG_UNCHANGED;
+        c.util_est_update(p, true);
+        assert_eq!(c.se[p].util_est, 0);
+    }
+
+    #[test]
+    fn cpu_util_counts_the_queued_tasks_estimates_with_util_est() {
+        for (version, features, with_est) in
+            [("4.19", None, true), ("5.15", None, true), ("5.15", Some("NO_UTIL_EST"), false), ("3.0", None, false)]
+        {
+            let mut c = cfs_version_on(version, "x6-2-20", features, &[]);
+            let p = add_task(&mut c, 0);
+            c.se[p].util_est = 400;
+            c.rq[0].cfs.avg.util_avg = 100;
+            c.enqueue_task_fair(0, p, false, false, 0);
+            c.rq[0].cfs.avg.util_avg = 100;
+            let est = c.rq[0].cfs.util_est;
+            assert_eq!(est, if with_est { c.task_util_est_raw(p) } else { 0 }, "{version} {features:?}");
+            assert_eq!(c.cpu_util(0), if with_est { est } else { 100 }, "{version} {features:?}");
+            c.se[p].avg.util_avg = 60;
+            // Without p: v4.19's cpu_util_wake() keeps p's estimate in the sum;
+            // v5.0+'s cpu_util_without() takes it out for a queued p.
+            let without = c.cpu_util_without(0, p);
+            assert_eq!(without, if version == "4.19" { est } else { 40 }, "{version} {features:?}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use schedlab_core::error::SpecError;
 use super::domains::KernelVersion;
 
 /// Every switch `Features::slot` knows, in the order names are printed.
-const NAMES: [&str; 34] = [
+const NAMES: [&str; 36] = [
     "STEAL",
     "LOAD_RESOLUTION",
     "SCALE_WAKEUP_GRAN",
@@ -32,6 +32,8 @@ const NAMES: [&str; 34] = [
     "DELAY_ZERO",
     "PICK_BUDDY",
     "SIS_UTIL",
+    "UTIL_EST",
+    "UTIL_EST_FASTUP",
     "NEWIDLE_COST_BUMP",
     "YIELD_FORFEIT",
     "NI_RANDOM",
@@ -103,6 +105,13 @@ pub struct Features {
     pub pick_buddy: bool,
     /// v6.0+: bound the idle-CPU scan by the LLC's utilisation (`nr_idle_scan`).
     pub sis_util: bool,
+    /// v4.17+: each task keeps an estimate of its utilisation from its past
+    /// activations, and a CPU's utilisation (`cpu_util()`) is at least the sum of
+    /// its queued tasks' estimates.
+    pub util_est: bool,
+    /// v5.7-v6.7: a task's estimate follows a rise of its utilisation at once
+    /// (only falls are averaged); unconditional from v6.8.
+    pub util_est_fastup: bool,
     /// Not a features.h name: v6.18.0-6.18.2's newidle cost bump after a pass that
     /// pulled nothing (reverted in 6.18.3 by d206fbad9328; also in some 6.12.y).
     pub newidle_cost_bump: bool,
@@ -207,6 +216,8 @@ impl Features {
             delay_zero: v612,
             pick_buddy: version >= KernelVersion::V6_18,
             sis_util: eevdf,
+            util_est: version != KernelVersion::V3_0,
+            util_est_fastup: matches!(version, KernelVersion::V5_10 | KernelVersion::V5_15 | KernelVersion::V6_6),
             newidle_cost_bump: version == KernelVersion::V6_18,
             yield_forfeit: false,
             ni_random: false,
@@ -232,6 +243,8 @@ impl Features {
             "PLACE_REL_DEADLINE" | "PREEMPT_SHORT" | "DELAY_DEQUEUE" | "DELAY_ZERO" => self.version >= V6_12,
             "PICK_BUDDY" => self.version >= V6_18,
             "SIS_UTIL" => eevdf,
+            "UTIL_EST" => self.version != V3_0,
+            "UTIL_EST_FASTUP" => matches!(self.version, V5_10 | V5_15 | V6_6),
             // Stable-branch changes, offered where a release's .y took them.
             "NEWIDLE_COST_BUMP" => matches!(self.version, V6_12 | V6_18),
             "YIELD_FORFEIT"
@@ -293,6 +306,8 @@ impl Features {
             "DELAY_ZERO" => &mut self.delay_zero,
             "PICK_BUDDY" => &mut self.pick_buddy,
             "SIS_UTIL" => &mut self.sis_util,
+            "UTIL_EST" => &mut self.util_est,
+            "UTIL_EST_FASTUP" => &mut self.util_est_fastup,
             "NEWIDLE_COST_BUMP" => &mut self.newidle_cost_bump,
             "YIELD_FORFEIT" => &mut self.yield_forfeit,
             "NI_RANDOM" => &mut self.ni_random,

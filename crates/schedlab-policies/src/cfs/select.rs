@@ -662,12 +662,8 @@ impl Cfs {
                 avg_load += self.rq[i].cfs.avg.load_avg;
                 // capacity_spare_wake(): the CPU's spare capacity without p's own
                 // utilization where p is queued (an exec'ing task on its CPU;
-                // `cpu_util_wake()`, util_est not modelled).
-                let util = if self.se[p].on_rq && sys.tasks[p].cpu == i {
-                    self.cpu_util(i).saturating_sub(self.se[p].avg.util_avg)
-                } else {
-                    self.cpu_util(i)
-                };
+                // `cpu_util_wake()`).
+                let util = if self.se[p].on_rq && sys.tasks[p].cpu == i { self.cpu_util_without(i, p) } else { self.cpu_util(i) };
                 let spare = self.rq[i].cpu_capacity.saturating_sub(util);
                 max_spare = max_spare.max(spare);
             }

@@ -70,9 +70,14 @@ pub struct Se {
     pub rel_deadline: bool,
     /// v6.12+: `se->sched_delayed`: asleep but still queued (DELAY_DEQUEUE).
     pub sched_delayed: bool,
-    /// A task's `se->avg.util_est` (v4.17+ UTIL_EST): the estimate of its
-    /// utilisation taken at its sleeps, with UTIL_AVG_UNCHANGED in the top bit.
+    /// A task's `se->avg.util_est` (v4.17+ UTIL_EST): v6.8+ its one value, the
+    /// estimate of its utilisation taken at its sleeps, with UTIL_AVG_UNCHANGED
+    /// in the top bit; v4.17-v6.7 `util_est.ewma`, the moving average.
     pub util_est: u32,
+    /// v4.17-v6.7 `se->avg.util_est.enqueued`: the task's utilisation at its last
+    /// sleep, with UTIL_AVG_UNCHANGED (its lowest bit before v5.13, its top bit
+    /// from v5.13).
+    pub util_est_enqueued: u32,
     /// Key in the EEVDF deadline index while in the tree.
     pub dl_key: Option<(u64, u64)>,
 }
@@ -106,6 +111,7 @@ impl Se {
             rel_deadline: false,
             sched_delayed: false,
             util_est: 0,
+            util_est_enqueued: 0,
             dl_key: None,
         }
     }
