@@ -828,13 +828,19 @@ impl Cfs {
     /// it) leaves still delayed.
     pub fn dequeue_task_fair_flags(&mut self, cpu: usize, p: TaskId, kind: DequeueKind, now: u64) {
         let was_delayed = self.se[p].sched_delayed;
+        let task_sleep = matches!(kind, DequeueKind::Sleep | DequeueKind::Special);
         // dequeue_task_fair() (v6.18): a delayed task left the sum at its sleep;
         // the final dequeue of a picked delayed task does not come through it.
+        // v6.12+ updates the estimate before the entities leave (v6.8+'s one
+        // value); v4.19-v6.7 after, from the utilisation their dequeue brought up
+        // to date (below).
         if kind != DequeueKind::Delayed {
             if !was_delayed {
                 self.util_est_dequeue(cpu, p);
             }
-            self.util_est_update(p, matches!(kind, DequeueKind::Sleep | DequeueKind::Special));
+            if !self.util_est_two_fields() {
+                self.util_est_update(p, task_sleep);
+            }
         }
         if was_delayed {
             // Already out of the runnable count since its dequeue was delayed
@@ -854,6 +860,9 @@ impl Cfs {
             self.scan.mark(cpu);
         } else {
             self.nr_total -= 1;
+        }
+        if self.util_est_two_fields() {
+            self.util_est_update(p, task_sleep);
         }
         if self.rq[cpu].cfs.h_nr_running == 1 {
             self.overload_clear(cpu);
