@@ -596,7 +596,9 @@ impl Cfs {
                     }
                 }
                 MigrationType::Util => {
-                    let util = self.cpu_util(i);
+                    // v6.5+ (7d0583cf9ec7, "runnable boosting"): `cpu_util_cfs_boost()`,
+                    // the CPU's utilisation at least its runnable average.
+                    let util = if self.version >= KernelVersion::V6_6 { self.cpu_util_boost(i) } else { self.cpu_util(i) };
                     if nr <= 1 {
                         continue;
                     }

@@ -1165,6 +1165,18 @@ impl Cfs {
         util.min(rq.cpu_capacity)
     }
 
+    /// `cpu_util_cfs_boost()` (v6.5+): `cpu_util()` with the CPU's utilisation
+    /// raised to its runnable average first, so a CPU whose tasks wait counts
+    /// their waiting.
+    pub fn cpu_util_boost(&self, cpu: usize) -> u64 {
+        let rq = &self.rq[cpu];
+        let mut util = rq.cfs.avg.util_avg.max(rq.cfs.avg.runnable_load_avg);
+        if self.feat.util_est {
+            util = util.max(rq.cfs.util_est);
+        }
+        util.min(rq.cpu_capacity)
+    }
+
     /// CPU `cpu`'s utilisation without task `p`'s, for a `p` that counts there:
     /// `cpu_util_wake()` (v4.19) takes p's utilisation out of the CPU's, and
     /// `cpu_util_without()` (v5.0+, c469933e7721, "for 'execl' type
@@ -2011,6 +2023,13 @@ mod tests {
             let without = c.cpu_util_without(0, p);
             assert_eq!(without, if version == "4.19" { est } else { 40 }, "{version} {features:?}");
         }
+        // v6.5+'s boost: the runnable average (700) raises the utilisation (100)
+        // before the estimates (400) are read.
+        let mut c = cfs_version_on("6.6", "x6-2-20", None, &[]);
+        c.rq[0].cfs.util_est = 400;
+        c.rq[0].cfs.avg.util_avg = 100;
+        c.rq[0].cfs.avg.runnable_load_avg = 700;
+        assert_eq!((c.cpu_util(0), c.cpu_util_boost(0)), (400, 700));
     }
 
     #[test]
