@@ -264,6 +264,17 @@ impl Cfs {
             .then(|| format!("cpu{cpu} cfs_tasks: the newest end is not the list's last task"))
     }
 
+    /// `--check`: the CPU's summed estimate is its queued (not delayed) tasks'.
+    fn check_util_est(&self, cpu: usize) -> Option<String> {
+        if !self.keeps_util_est() {
+            return None;
+        }
+        let queued: u64 =
+            self.cfs_tasks_newest_first(cpu).filter(|&p| !self.se[p].sched_delayed).map(|p| self.task_util_est_raw(p)).sum();
+        let sum = self.rq[cpu].cfs.util_est;
+        (queued != sum).then(|| format!("cpu{cpu} util_est: the sum is {sum}, its queued tasks' estimates {queued}"))
+    }
+
     /// `cpu`'s `cfs_tasks`, the most recently picked first.
     pub fn cfs_tasks_newest_first(&self, cpu: usize) -> impl Iterator<Item = TaskId> + '_ {
         std::iter::successors(self.rq[cpu].cfs.cfs_tasks.newest, move |&p| self.se[p].mru_older)
@@ -1894,7 +1905,7 @@ impl SchedClass for Cfs {
     }
 
     fn check_invariants(&self, cpu: usize) -> Option<String> {
-        if let Some(broken) = self.check_cfs_tasks(cpu) {
+        if let Some(broken) = self.check_cfs_tasks(cpu).or_else(|| self.check_util_est(cpu)) {
             return Some(broken);
         }
         if self.version.eevdf() {
