@@ -478,8 +478,8 @@ impl Cfs {
     /// `cpu_util()` as v6.18 reads it with UTIL_EST: the larger of the CPU's
     /// utilisation and its enqueued tasks' estimates, capped at its capacity
     /// (`arch_scale_cpu_capacity()`: SCHED_CAPACITY_SCALE on the modelled machines).
-    /// (Read by HOST_VCPU_PACK; the model's other readers of a CPU's utilisation
-    /// take `cpu_util()`, without the estimates.)
+    /// (Read by HOST_VCPU_PACK, which takes the estimates even under
+    /// `+NO_UTIL_EST`; with UTIL_EST on it is [`Self::cpu_util`].)
     pub fn cpu_util_est(&self, cpu: usize) -> u64 {
         let rq = &self.rq[cpu];
         rq.cfs.avg.util_avg.max(rq.cfs.util_est).min(SCHED_CAPACITY_SCALE)
