@@ -399,4 +399,21 @@ mod tests {
         assert!(f.apply("SCALE_WAKEUP_GRAN").is_err());
         assert!(Features::v4_19().apply("NUMA_FORK_SPREAD").is_err());
     }
+
+    #[test]
+    fn util_est_is_every_release_from_v4_19_and_fastup_v5_10_to_v6_6() {
+        use KernelVersion::*;
+        for v in [V3_0, V4_19, V5_10, V5_15, V6_6, V6_12, V6_18] {
+            let f = Features::for_version(v);
+            assert_eq!(f.util_est, v != V3_0, "{v:?}");
+            assert_eq!(f.util_est_fastup, matches!(v, V5_10 | V5_15 | V6_6), "{v:?}");
+            let mut g = f.clone();
+            assert_eq!(g.apply("NO_UTIL_EST").is_ok(), v != V3_0, "{v:?}");
+            assert_eq!(g.apply("NO_UTIL_EST_FASTUP").is_ok(), matches!(v, V5_10 | V5_15 | V6_6), "{v:?}");
+        }
+        let mut f = Features::v4_19();
+        f.apply("NO_UTIL_EST").unwrap();
+        assert!(!f.util_est);
+        assert_eq!(f.suffix(), "+NO_UTIL_EST");
+    }
 }
