@@ -1169,11 +1169,7 @@ impl Cfs {
     /// least the queued tasks' estimates, clamped to the CPU's original capacity.
     pub fn cpu_util(&self, cpu: usize) -> u64 {
         let rq = &self.rq[cpu];
-        let mut util = rq.cfs.avg.util_avg;
-        if self.feat.util_est {
-            util = util.max(rq.cfs.util_est);
-        }
-        util.min(rq.cpu_capacity)
+        self.util_with_est(cpu, rq.cfs.avg.util_avg, rq.cfs.util_est)
     }
 
     /// `cpu_util_cfs_boost()` (v6.5+): `cpu_util()` with the CPU's utilisation
@@ -1181,11 +1177,7 @@ impl Cfs {
     /// their waiting.
     pub fn cpu_util_boost(&self, cpu: usize) -> u64 {
         let rq = &self.rq[cpu];
-        let mut util = rq.cfs.avg.util_avg.max(rq.cfs.avg.runnable_load_avg);
-        if self.feat.util_est {
-            util = util.max(rq.cfs.util_est);
-        }
-        util.min(rq.cpu_capacity)
+        self.util_with_est(cpu, rq.cfs.avg.util_avg.max(rq.cfs.avg.runnable_load_avg), rq.cfs.util_est)
     }
 
     /// CPU `cpu`'s utilisation without task `p`'s, for a `p` that counts there:
@@ -1195,15 +1187,19 @@ impl Cfs {
     /// (or running) there.
     pub fn cpu_util_without(&self, cpu: usize, p: TaskId) -> u64 {
         let rq = &self.rq[cpu];
-        let mut util = rq.cfs.avg.util_avg.saturating_sub(self.se[p].avg.util_avg);
-        if self.feat.util_est {
-            let mut estimated = rq.cfs.util_est;
-            if self.version >= KernelVersion::V5_10 && self.se[p].on_rq {
-                estimated = estimated.saturating_sub(self.task_util_est_raw(p));
-            }
-            util = util.max(estimated);
+        let mut estimated = rq.cfs.util_est;
+        if self.version >= KernelVersion::V5_10 && self.se[p].on_rq {
+            estimated = estimated.saturating_sub(self.task_util_est_raw(p));
         }
-        util.min(rq.cpu_capacity)
+        self.util_with_est(cpu, rq.cfs.avg.util_avg.saturating_sub(self.se[p].avg.util_avg), estimated)
+    }
+
+    /// The tail every `cpu_util()` variant shares (v6.x's `cpu_util(cpu, p,
+    /// dst, boost)`): with UTIL_EST the utilisation is at least the queued
+    /// tasks' `estimated` sum, and never beyond the CPU's capacity.
+    fn util_with_est(&self, cpu: usize, util: u64, estimated: u64) -> u64 {
+        let util = if self.feat.util_est { util.max(estimated) } else { util };
+        util.min(self.rq[cpu].cpu_capacity)
     }
 
     /// Tasks the balancer counts on `cpu`: v6.14+ `h_nr_runnable` leaves out
